@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * OdinLink USB4 host interface (NHI) + host router model: public API.
+ *
+ * The core is plain C11 with no QEMU or glib dependency. An embedding
+ * (the QEMU device in hw-model/qemu, the unit tests, a host-side
+ * simulator) creates one instance per emulated controller, feeds it
+ * events through the entry points below and supplies the services the
+ * device needs through struct nhi_host_ops.
+ *
+ * Threading: an instance is not thread-safe; the embedding serialises
+ * all calls (QEMU does so with its big lock).
+ */
+#ifndef USB4_NHI_H
+#define USB4_NHI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NHI_BAR0_SIZE   0x40000u
+#define NHI_MSIX_VECTORS 16u
+#define NHI_MAX_HOPS    16u
+
+/* Log levels passed to host_ops.log. */
+enum nhi_log_level {
+	NHI_LOG_ERROR = 0, /* guest misprogramming, hostile cable input */
+	NHI_LOG_INFO  = 1, /* link changes and other rare events */
+	NHI_LOG_TRACE = 2, /* every register access and packet (trace on) */
+};
+
+/* Timers the core may arm. */
+enum nhi_timer {
+	NHI_TIMER_HOTPLUG = 0, /* re-send unacknowledged plug events */
+	NHI_TIMER_COUNT
+};
+
+struct nhi_host_ops {
+	/* Guest-physical DMA. Return 0 on success, non-zero on a fault
+	 * (no memory there, IOMMU refused). */
+	int (*dma_read)(void *opaque, uint64_t addr, void *buf, size_t len);
+	int (*dma_write)(void *opaque, uint64_t addr, const void *buf,
+			 size_t len);
+	/* Signal an interrupt on MSI-X vector `vector` (0..15). The embedding
+	 * falls back to its single MSI when MSI-X is not enabled. */
+	void (*msix)(void *opaque, unsigned int vector);
+	/* Ask the platform to wake the function (PCI PME) because an event
+	 * is pending while the control ring is stopped. */
+	void (*wake)(void *opaque);
+	/* Arm (deadline_ns >= 0) or cancel (deadline_ns < 0) a timer on the
+	 * virtual clock; on expiry call nhi_timer_fire(). */
+	void (*timer_arm)(void *opaque, int timer, int64_t deadline_ns);
+	int64_t (*now)(void *opaque); /* virtual clock, ns */
+	/* Send one complete link message (header + body, odl_link.h). */
+	void (*cable_tx)(void *opaque, const void *msg, size_t len);
+	void (*log)(void *opaque, int level, const char *msg);
+};
+
+/* A controller profile: the data that distinguishes one controller from
+ * another. See hw-model/profiles/. */
+struct nhi_profile {
+	char name[32];
+	uint16_t pci_vendor, pci_device;
+	uint16_t pci_subsys_vendor, pci_subsys_device;
+	uint32_t pci_class;           /* 24-bit class code */
+	uint8_t pci_revision;
+	uint16_t router_vendor, router_device;
+	uint8_t router_revision;
+	uint8_t usb4_version;         /* ROUTER_CS_4 bits 31:24 */
+	uint8_t hop_count;            /* rings, 1..NHI_MAX_HOPS */
+	uint8_t lanes;                /* lanes of the USB4 port, 1 or 2 */
+	uint8_t speed_code;           /* LANE_ADP_CS_1 current speed code */
+	uint8_t supported_speeds;     /* LANE_ADP_CS_0 bits 19:16 */
+	uint32_t lane_gbps;           /* per-lane rate */
+	uint16_t lane_max_hopid;      /* lane adapters' max in/out HopID */
+	uint16_t lane_total_buffers;
+	uint16_t nhi_total_buffers;
+	uint16_t ba_max_hi;           /* BUFFER_ALLOC baMaxHI */
+	uint16_t e2e_hold_frames;     /* frames held for a full E2E RX ring */
+};
+
+struct nhi_config {
+	struct nhi_profile profile;
+	uint64_t uid;                 /* router UID, ROUTER_CS_7/8 */
+	bool trace;                   /* log every access and packet */
+};
+
+struct nhi_stats {
+	uint64_t tx_frames, tx_bytes, rx_frames, rx_bytes;
+	uint64_t ctl_tx, ctl_rx;      /* control packets from / to the guest */
+	uint64_t xdomain_fwd, xdomain_rx;
+	uint64_t interrupts, wakes;
+	uint64_t dma_faults;
+	uint64_t guest_errors;        /* misprogramming events */
+	uint64_t cable_errors;        /* malformed messages from the cable */
+	uint64_t rx_dropped;          /* no buffer / ring off / no path */
+	uint64_t tx_dropped;          /* no path / link down */
+	uint64_t ctl_bad_crc;
+	uint64_t rx_overflow;
+	uint64_t e2e_held, credits_sent, credits_rcvd;
+};
+
+struct nhi;
+
+/* Returns NULL if the configuration is invalid (message in err). */
+struct nhi *nhi_new(const struct nhi_config *cfg,
+		    const struct nhi_host_ops *ops, void *opaque,
+		    char *err, size_t errlen);
+void nhi_free(struct nhi *n);
+
+/* Entry points. */
+uint32_t nhi_mmio_read(struct nhi *n, uint32_t offset);
+void nhi_mmio_write(struct nhi *n, uint32_t offset, uint32_t value);
+/* Bytes arriving from the cable connection (any split; the core
+ * reassembles messages). */
+void nhi_cable_rx(struct nhi *n, const void *buf, size_t len);
+/* The cable connection opened (true) or closed (false). */
+void nhi_cable_connected(struct nhi *n, bool connected);
+void nhi_timer_fire(struct nhi *n, int timer);
+/* Function-level / power-on reset of the NHI and the host router. The
+ * physical link state (cable) survives. */
+void nhi_reset(struct nhi *n);
+
+void nhi_set_trace(struct nhi *n, bool on);
+const struct nhi_stats *nhi_get_stats(const struct nhi *n);
+
+/* Profiles. */
+int nhi_profile_lookup(const char *name, struct nhi_profile *out);
+/* Parse "key = value" lines onto *out (which holds defaults). Returns 0,
+ * or -1 with a message naming the line in err. */
+int nhi_profile_parse(const char *text, struct nhi_profile *out,
+		      char *err, size_t errlen);
+int nhi_profile_validate(const struct nhi_profile *p, char *err,
+			 size_t errlen);
+
+/* Control-packet helpers (also used by tests and tools). */
+uint32_t nhi_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#endif
