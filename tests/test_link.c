@@ -1,0 +1,1041 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the cable side of the link protocol: framing/validation
+ * (sim/link_msg.c), the decoder (sim/decode.c), the capture format
+ * (sim/capture.c) and the cable state machine (sim/cable_core.c), the
+ * latter driven in-process without sockets.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cable_core.h"
+#include "capture.h"
+#include "decode.h"
+#include "link_msg.h"
+
+/* ------------------------------------------------------------------ */
+/* helpers */
+
+static size_t hex2bin(const char *hex, uint8_t *out)
+{
+	size_t n = 0;
+	unsigned v;
+
+	while (*hex) {
+		if (*hex == ' ') {
+			hex++;
+			continue;
+		}
+		sscanf(hex, "%2x", &v);
+		out[n++] = (uint8_t)v;
+		hex += 2;
+	}
+	return n;
+}
+
+/* Build a control packet from host-order dwords; appends the CRC. */
+static size_t mkpkt(uint8_t *out, const uint32_t *dw, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		odl_put_be32(out + 4 * i, dw[i]);
+	odl_put_be32(out + 4 * n, odl_crc32c(out, 4 * n));
+	return 4 * n + 4;
+}
+
+static struct odl_link_hello mkhello(uint64_t uid, unsigned lanes,
+				     unsigned gbps, const char *profile)
+{
+	struct odl_link_hello h;
+
+	memset(&h, 0, sizeof(h));
+	h.magic = ODL_LINK_MAGIC;
+	h.version = ODL_LINK_VERSION;
+	h.lanes = (uint16_t)lanes;
+	h.uid = uid;
+	h.lane_gbps = gbps;
+	memcpy(h.profile, profile, strnlen(profile, sizeof(h.profile) - 1));
+	return h;
+}
+
+/* ------------------------------------------------------------------ */
+/* decoder */
+
+START_TEST(t_decode_read_example)
+{
+	uint8_t pkt[16];
+	char buf[256];
+	size_t n = hex2bin("00 00 00 00 00 00 00 00 04 00 20 00 2f c9 67 ac", pkt);
+
+	ck_assert_uint_eq(n, 16);
+	odl_decode_ctrl(buf, sizeof(buf), 1, pkt, n);
+	ck_assert_str_eq(buf, "READ route=0x0 space=router port=0 offset=0x0 "
+			      "len=1 seq=0 crc=ok");
+}
+END_TEST
+
+START_TEST(t_decode_write_data_badcrc)
+{
+	/* WRITE to route 0x301, adapter space port 3 offset 0x39 len 2 seq 1 */
+	uint32_t dw[5] = { 0x00000000, 0x00000301,
+			   (1u << 27) | (1u << 25) | (3u << 19) | (2u << 13) | 0x39,
+			   0x11223344, 0x55667788 };
+	uint8_t pkt[64];
+	char buf[256];
+	size_t n = mkpkt(pkt, dw, 5);
+
+	odl_decode_ctrl(buf, sizeof(buf), 2, pkt, n);
+	ck_assert_str_eq(buf, "WRITE route=0x301 space=adapter port=3 offset=0x39 "
+			      "len=2 seq=1 data=11223344,55667788 crc=ok");
+	pkt[n - 1] ^= 0xff;
+	odl_decode_ctrl(buf, sizeof(buf), 2, pkt, n);
+	ck_assert_ptr_nonnull(strstr(buf, "crc=BAD("));
+}
+END_TEST
+
+START_TEST(t_decode_route_high_and_cm)
+{
+	uint32_t dw[3] = { 0x80000001u, 0x00000002u,
+			   (2u << 25) | (1u << 13) };
+	uint8_t pkt[32];
+	char buf[256];
+	size_t n = mkpkt(pkt, dw, 3);
+
+	odl_decode_ctrl(buf, sizeof(buf), 1, pkt, n);
+	ck_assert_str_eq(buf, "READ route=0x100000002 cm space=router port=0 "
+			      "offset=0x0 len=1 seq=0 crc=ok");
+}
+END_TEST
+
+START_TEST(t_decode_error_event)
+{
+	uint32_t err[3] = { 0, 1, (3u << 8) | 2u };
+	uint32_t ev[3] = { 0, 0, 0x80000000u | 5u };
+	uint8_t pkt[32];
+	char buf[256];
+	size_t n;
+
+	n = mkpkt(pkt, err, 3);
+	odl_decode_ctrl(buf, sizeof(buf), 3, pkt, n);
+	ck_assert_str_eq(buf, "ERROR route=0x1 code=2(INVALID_CONFIG_SPACE) "
+			      "port=3 crc=ok");
+	n = mkpkt(pkt, ev, 3);
+	odl_decode_ctrl(buf, sizeof(buf), 5, pkt, n);
+	ck_assert_str_eq(buf, "EVENT route=0x0 port=5 unplug=1 crc=ok");
+	ev[2] = 1;
+	n = mkpkt(pkt, ev, 3);
+	odl_decode_ctrl(buf, sizeof(buf), 5, pkt, n);
+	ck_assert_str_eq(buf, "EVENT route=0x0 port=1 unplug=0 crc=ok");
+}
+END_TEST
+
+/* uuid bytes -> 4 host-order dwords as the Linux driver puts them on the wire */
+static void uuid_dwords(const uint8_t u[16], uint32_t *dw)
+{
+	for (int i = 0; i < 4; i++)
+		dw[i] = odl_get32(u + 4 * i);
+}
+
+START_TEST(t_decode_xdomain)
+{
+	static const uint8_t xdp[16] = { 0xb6, 0x38, 0xd7, 0x0e, 0x42, 0xff,
+					 0x40, 0xbb, 0x97, 0xc2, 0x90, 0xe2,
+					 0xc0, 0xb2, 0xff, 0x07 };
+	static const uint8_t other[16] = { 1, 2, 3, 4, 5, 6, 7, 8,
+					   9, 10, 11, 12, 13, 14, 15, 16 };
+	uint32_t dw[8] = { 0, 1, 5u | (1u << 27) };
+	uint8_t pkt[64];
+	char buf[256];
+	size_t n;
+
+	uuid_dwords(xdp, dw + 3);
+	dw[7] = 12;
+	n = mkpkt(pkt, dw, 8);
+	odl_decode_ctrl(buf, sizeof(buf), 6, pkt, n);
+	ck_assert_str_eq(buf, "XDOMAIN_REQ route=0x1 len=5 sn=1 "
+			      "uuid=b638d70e-42ff-40bb-97c2-90e2c0b2ff07(xdp) "
+			      "type=12(UUID_REQUEST) crc=ok");
+	uuid_dwords(other, dw + 3);
+	dw[7] = 99;
+	n = mkpkt(pkt, dw, 8);
+	odl_decode_ctrl(buf, sizeof(buf), 7, pkt, n);
+	ck_assert_str_eq(buf, "XDOMAIN_RESP route=0x1 len=5 sn=1 "
+			      "uuid=01020304-0506-0708-090a-0b0c0d0e0f10 type=99 crc=ok");
+}
+END_TEST
+
+START_TEST(t_decode_pdf_names)
+{
+	static const char *const want[] = { "PDF?", "READ", "WRITE", "ERROR",
+					    "NOTIFY_ACK", "EVENT", "XDOMAIN_REQ",
+					    "XDOMAIN_RESP", "OVERRIDE", "RESET" };
+
+	for (unsigned i = 0; i < 10; i++)
+		ck_assert_str_eq(odl_pdf_name(i), want[i]);
+	ck_assert_str_eq(odl_pdf_name(200), "PDF?");
+	ck_assert_str_eq(odl_space_name(0), "path");
+	ck_assert_str_eq(odl_space_name(3), "counters");
+}
+END_TEST
+
+START_TEST(t_decode_messages)
+{
+	uint8_t msg[ODL_MSG_MAX], payload[40];
+	char buf[512];
+	size_t n;
+	struct odl_link_hello h = mkhello(0x1122334455667788ull, 2, 40, "tb5");
+	struct odl_link_state st = { .up = 1, .lanes = 2, .lane_gbps = 20,
+				     .peer_uid = 0xabcull };
+
+	for (int i = 0; i < 40; i++)
+		payload[i] = (uint8_t)i;
+	n = odl_build_data(msg, 8, 1, 2, 0, payload, 40);
+	odl_decode_msg(buf, sizeof(buf), msg, n);
+	ck_assert_str_eq(buf, "DATA hop=8 sof=1 eof=2 len=40 "
+			      "data=000102030405060708090a0b0c0d0e0f...");
+	n = odl_build_data(msg, 9, 0, 0, ODL_LINK_DATA_CRC_ERR, payload, 3);
+	odl_decode_msg(buf, sizeof(buf), msg, n);
+	ck_assert_str_eq(buf, "DATA hop=9 sof=0 eof=0 len=3 crc_err data=000102");
+	n = odl_build_hello(msg, &h);
+	odl_decode_msg(buf, sizeof(buf), msg, n);
+	ck_assert_str_eq(buf, "HELLO magic=ok version=1 lanes=2 "
+			      "uid=0x1122334455667788 lane_gbps=40 profile=\"tb5\"");
+	n = odl_build_state(msg, &st);
+	odl_decode_msg(buf, sizeof(buf), msg, n);
+	ck_assert_str_eq(buf, "STATE up=1 lanes=2 lane_gbps=20 "
+			      "peer_uid=0x0000000000000abc");
+	n = odl_build_credit(msg, 12, 7);
+	odl_decode_msg(buf, sizeof(buf), msg, n);
+	ck_assert_str_eq(buf, "CREDIT hop=12 credits=7");
+	n = odl_build_lane(msg, 3, 1, 1);
+	odl_decode_msg(buf, sizeof(buf), msg, n);
+	ck_assert_str_eq(buf, "LANE target_width=3 lane1_enabled=1 bonded=1");
+	odl_hdr_encode(msg, 77, 2);
+	msg[8] = 0xaa;
+	msg[9] = 0xbb;
+	odl_decode_msg(buf, sizeof(buf), msg, 10);
+	ck_assert_str_eq(buf, "?(77) len=2 raw=aabb");
+}
+END_TEST
+
+START_TEST(t_trace_line)
+{
+	uint8_t pkt[16], msg[64];
+	char buf[512];
+	size_t n = hex2bin("00000000000000000400 20002fc967ac", pkt), m;
+
+	m = odl_build_ctrl(msg, 1, pkt, n);
+	odl_trace_line(buf, sizeof(buf), 12000000345ull, ODL_EP_A, ODL_EP_B,
+		       NULL, msg, m);
+	ck_assert_str_eq(buf, "12.000000345 a->b     CTRL READ route=0x0 "
+			      "space=router port=0 offset=0x0 len=1 seq=0 crc=ok");
+	odl_trace_line(buf, sizeof(buf), 1, ODL_EP_B, ODL_EP_A,
+		       CABLE_NOTE_DROP_DOWN, msg, m);
+	ck_assert_ptr_nonnull(strstr(buf, "b->a     DROP(link-down) CTRL READ"));
+	/* truncation is safe */
+	odl_trace_line(buf, 20, 1, ODL_EP_A, ODL_EP_B, NULL, msg, m);
+	ck_assert_uint_eq(strlen(buf), 19);
+}
+END_TEST
+
+START_TEST(t_crc32c)
+{
+	/* standard check value of CRC-32C */
+	ck_assert_uint_eq(odl_crc32c((const uint8_t *)"123456789", 9), 0xe3069283u);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* framing / validation */
+
+START_TEST(t_validate)
+{
+	uint8_t msg[ODL_MSG_MAX], pkt[300];
+	char err[128];
+	struct odl_link_hello h = mkhello(1, 2, 40, "x");
+	size_t n;
+
+	memset(pkt, 0, sizeof(pkt));
+	n = odl_build_hello(msg, &h);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_HELLO, msg + 8, (uint32_t)(n - 8),
+					  err, sizeof(err)), 0);
+	h.magic = 0x12345678;
+	odl_build_hello(msg, &h);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_HELLO, msg + 8, 56, err,
+					  sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "magic"));
+	h = mkhello(1, 2, 40, "x");
+	h.version = 2;
+	odl_build_hello(msg, &h);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_HELLO, msg + 8, 56, err,
+					  sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "version"));
+	h = mkhello(1, 3, 40, "x");
+	odl_build_hello(msg, &h);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_HELLO, msg + 8, 56, err,
+					  sizeof(err)), -1);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_HELLO, msg + 8, 55, err,
+					  sizeof(err)), -1);
+	/* CTRL: 4..256 packet bytes, whole dwords */
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_CTRL, pkt, 4 + 16, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_CTRL, pkt, 4 + 256, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_CTRL, pkt, 4 + 260, err,
+					  sizeof(err)), -1);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_CTRL, pkt, 4 + 13, err,
+					  sizeof(err)), -1);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_CTRL, pkt, 4, err,
+					  sizeof(err)), -1);
+	/* DATA: 1..4096 payload bytes */
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_DATA, pkt, 8, err,
+					  sizeof(err)), -1);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_DATA, msg, 8 + 4096, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_DATA, msg, 8 + 4097, err,
+					  sizeof(err)), -1);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_CREDIT, pkt, 4, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_CREDIT, pkt, 8, err,
+					  sizeof(err)), -1);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_LANE, pkt, 4, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_STATE, pkt, 16, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(odl_msg_validate(0, pkt, 0, err, sizeof(err)), -1);
+	ck_assert_int_eq(odl_msg_validate(42, pkt, 4, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "unknown"));
+	ck_assert_int_eq(odl_msg_validate(ODL_LINK_DATA, msg, 9000, err,
+					  sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "oversized"));
+}
+END_TEST
+
+START_TEST(t_hello_roundtrip)
+{
+	uint8_t msg[128];
+	struct odl_link_hello h = mkhello(0xfeedull, 1, 20, "a-very-long-profile-name-longer-than-32");
+	struct odl_link_hello g;
+	struct odl_link_hdr hd;
+
+	ck_assert_uint_eq(odl_build_hello(msg, &h), 64);
+	odl_hdr_decode(msg, &hd);
+	ck_assert_uint_eq(hd.len, 56);
+	ck_assert_uint_eq(hd.type, ODL_LINK_HELLO);
+	/* little-endian on the wire */
+	ck_assert_uint_eq(msg[8], 0x4f);
+	ck_assert_uint_eq(msg[11], 0x4b);
+	odl_hello_decode(msg + 8, &g);
+	ck_assert_uint_eq(g.uid, 0xfeedull);
+	ck_assert_uint_eq(g.lanes, 1);
+	ck_assert_uint_eq(strlen(g.profile), 31);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* capture */
+
+struct capseen {
+	int n;
+	uint64_t ts[8];
+	int from[8], to[8];
+	unsigned flags[8];
+	size_t len[8];
+	uint8_t first[8];
+};
+
+static void cap_cb(void *arg, uint64_t ts, int from, int to, unsigned flags,
+		   const uint8_t *msg, size_t len)
+{
+	struct capseen *s = arg;
+
+	if (s->n < 8) {
+		s->ts[s->n] = ts;
+		s->from[s->n] = from;
+		s->to[s->n] = to;
+		s->flags[s->n] = flags;
+		s->len[s->n] = len;
+		s->first[s->n] = msg[8];
+	}
+	s->n++;
+}
+
+START_TEST(t_capture_roundtrip)
+{
+	FILE *f = tmpfile();
+	uint8_t msg[64], payload[5] = { 9, 8, 7, 6, 5 };
+	struct capseen s;
+	char err[128];
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(odl_cap_write_header(f), 0);
+	n = odl_build_data(msg, 8, 0, 0, 0, payload, 5);
+	ck_assert_int_eq(odl_cap_write_msg(f, 123456789012ull, ODL_EP_A, ODL_EP_B,
+					   0, msg, n), 0);
+	n = odl_build_credit(msg, 3, 4);
+	ck_assert_int_eq(odl_cap_write_msg(f, 5, ODL_EP_B, ODL_EP_A,
+					   ODL_CAP_F_DROP_DOWN, msg, n), 0);
+	rewind(f);
+	memset(&s, 0, sizeof(s));
+	ck_assert_int_eq(odl_cap_read(f, cap_cb, &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(s.n, 2);
+	ck_assert_uint_eq(s.ts[0], 123456789012ull);
+	ck_assert_int_eq(s.from[0], ODL_EP_A);
+	ck_assert_int_eq(s.to[0], ODL_EP_B);
+	ck_assert_uint_eq(s.len[0], 8 + 8 + 5);
+	ck_assert_uint_eq(s.first[0], 8);
+	ck_assert_uint_eq(s.flags[1], ODL_CAP_F_DROP_DOWN);
+	ck_assert_str_eq(odl_cap_note_from_flags(s.flags[1]), CABLE_NOTE_DROP_DOWN);
+	fclose(f);
+
+	f = tmpfile();
+	fputs("not a capture at all", f);
+	rewind(f);
+	ck_assert_int_eq(odl_cap_read(f, cap_cb, &s, err, sizeof(err)), -1);
+	fclose(f);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* cable core, driven without sockets */
+
+struct rec {
+	uint8_t out[2][1 << 16];
+	size_t len[2], rd[2];
+	int nsend[2];
+	int closed[2];
+	char reason[2][128];
+	size_t backlog[2];
+	int drops;
+	int events;
+};
+
+static struct rec R;
+static struct cable_core C;
+
+static void r_send(void *ctx, int end, const uint8_t *msg, size_t len)
+{
+	(void)ctx;
+	ck_assert_uint_le(R.len[end] + len, sizeof(R.out[end]));
+	memcpy(R.out[end] + R.len[end], msg, len);
+	R.len[end] += len;
+	R.nsend[end]++;
+}
+
+static size_t r_backlog(void *ctx, int end)
+{
+	(void)ctx;
+	return R.backlog[end];
+}
+
+static void r_close(void *ctx, int end, const char *reason)
+{
+	(void)ctx;
+	R.closed[end]++;
+	snprintf(R.reason[end], sizeof(R.reason[end]), "%s", reason);
+}
+
+static void r_event(void *ctx, uint64_t now, int from, int to, const char *note,
+		    const uint8_t *msg, size_t len)
+{
+	(void)ctx;
+	(void)now;
+	(void)from;
+	(void)to;
+	(void)msg;
+	(void)len;
+	R.events++;
+	if (note)
+		R.drops++;
+}
+
+static const struct cable_ops R_OPS = {
+	.send = r_send, .backlog = r_backlog, .close = r_close, .event = r_event,
+};
+
+/* Next message delivered to end; returns type or -1 if none. */
+static int next_msg(int end, const uint8_t **body, uint32_t *len)
+{
+	struct odl_link_hdr h;
+
+	if (R.rd[end] + 8 > R.len[end])
+		return -1;
+	odl_hdr_decode(R.out[end] + R.rd[end], &h);
+	ck_assert_uint_le(R.rd[end] + 8 + h.len, R.len[end]);
+	if (body)
+		*body = R.out[end] + R.rd[end] + 8;
+	if (len)
+		*len = h.len;
+	R.rd[end] += 8 + h.len;
+	return h.type;
+}
+
+static struct odl_link_state expect_state(int end)
+{
+	const uint8_t *b;
+	uint32_t len;
+	struct odl_link_state st;
+
+	ck_assert_int_eq(next_msg(end, &b, &len), ODL_LINK_STATE);
+	ck_assert_uint_eq(len, ODL_STATE_SIZE);
+	odl_state_decode(b, &st);
+	return st;
+}
+
+static void expect_none(int end)
+{
+	ck_assert_int_eq(next_msg(end, NULL, NULL), -1);
+}
+
+static void send_hello(int end, uint64_t uid, unsigned lanes, unsigned gbps,
+		       uint64_t now)
+{
+	uint8_t msg[64];
+	struct odl_link_hello h = mkhello(uid, lanes, gbps, end ? "prof-b" : "prof-a");
+	size_t n = odl_build_hello(msg, &h);
+
+	cable_core_rx(&C, end, msg, n, now);
+}
+
+static void core_setup_cfg(const struct cable_cfg *cfg)
+{
+	memset(&R, 0, sizeof(R));
+	cable_core_init(&C, cfg, &R_OPS);
+}
+
+static void core_setup(void)
+{
+	struct cable_cfg cfg;
+
+	cable_cfg_defaults(&cfg);
+	core_setup_cfg(&cfg);
+}
+
+static void core_teardown(void)
+{
+	cable_core_fini(&C);
+}
+
+/* both ends connected and HELLOed, STATE messages consumed */
+static void bring_up(uint64_t now)
+{
+	ck_assert_int_eq(cable_core_connect(&C, 0, now), 0);
+	ck_assert_int_eq(cable_core_connect(&C, 1, now), 0);
+	send_hello(0, 0xa, 2, 40, now);
+	send_hello(1, 0xb, 2, 40, now);
+	while (next_msg(0, NULL, NULL) >= 0)
+		;
+	while (next_msg(1, NULL, NULL) >= 0)
+		;
+	ck_assert(C.link_up);
+}
+
+START_TEST(t_core_hello_state)
+{
+	struct odl_link_state st;
+
+	ck_assert_int_eq(cable_core_connect(&C, 0, 100), 0);
+	ck_assert_int_eq(cable_core_connect(&C, 0, 100), -1); /* one at a time */
+	expect_none(0); /* nothing before HELLO */
+	send_hello(0, 0xa1, 2, 40, 100);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 0);
+	ck_assert_uint_eq(st.peer_uid, 0);
+	expect_none(0);
+	ck_assert(!C.link_up);
+
+	ck_assert_int_eq(cable_core_connect(&C, 1, 200), 0);
+	expect_none(0); /* b connected but no HELLO yet */
+	send_hello(1, 0xb2, 1, 20, 200);
+	st = expect_state(1);
+	ck_assert_uint_eq(st.up, 1);
+	ck_assert_uint_eq(st.lanes, 1);
+	ck_assert_uint_eq(st.lane_gbps, 20);
+	ck_assert_uint_eq(st.peer_uid, 0xa1);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 1);
+	ck_assert_uint_eq(st.lanes, 1);
+	ck_assert_uint_eq(st.lane_gbps, 20);
+	ck_assert_uint_eq(st.peer_uid, 0xb2);
+	expect_none(0);
+	expect_none(1);
+	ck_assert(C.link_up);
+	ck_assert_uint_eq(C.link_up_count, 1);
+}
+END_TEST
+
+START_TEST(t_core_cable_limits)
+{
+	struct cable_cfg cfg;
+	struct odl_link_state st;
+
+	cable_core_fini(&C);
+	cable_cfg_defaults(&cfg);
+	cfg.lanes = 1;
+	cfg.lane_gbps = 10;
+	core_setup_cfg(&cfg);
+	cable_core_connect(&C, 0, 0);
+	cable_core_connect(&C, 1, 0);
+	send_hello(0, 1, 2, 40, 0);
+	send_hello(1, 2, 2, 0, 0); /* 0: no opinion */
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 0);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 1);
+	ck_assert_uint_eq(st.lanes, 1);
+	ck_assert_uint_eq(st.lane_gbps, 10);
+}
+END_TEST
+
+START_TEST(t_core_start_unplugged)
+{
+	struct cable_cfg cfg;
+	struct odl_link_state st;
+	char js[2048];
+
+	cable_core_fini(&C);
+	cable_cfg_defaults(&cfg);
+	cfg.plugged = false;
+	core_setup_cfg(&cfg);
+	cable_core_connect(&C, 0, 0);
+	cable_core_connect(&C, 1, 0);
+	send_hello(0, 1, 2, 40, 0);
+	send_hello(1, 2, 2, 40, 0);
+	ck_assert_uint_eq(expect_state(0).up, 0);
+	ck_assert_uint_eq(expect_state(1).up, 0);
+	expect_none(0);
+	expect_none(1);
+	cable_core_plug(&C, 10);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 1);
+	ck_assert_uint_eq(st.peer_uid, 2);
+	ck_assert_uint_eq(expect_state(1).up, 1);
+	ck_assert_uint_eq(C.plug_count, 1);
+	cable_core_plug(&C, 11); /* already plugged: no change, no STATE */
+	expect_none(0);
+	ck_assert_uint_eq(C.plug_count, 1);
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"plugged\":true,\"link_up\":true"));
+	ck_assert_ptr_nonnull(strstr(js, "\"plug_count\":1"));
+}
+END_TEST
+
+START_TEST(t_core_forward_while_up)
+{
+	uint8_t pkt[16], msg[64], got_ctrl[64];
+	const uint8_t *b;
+	uint32_t len;
+	size_t n = hex2bin("00000000000000000400 20002fc967ac", pkt), m;
+
+	bring_up(1000);
+	m = odl_build_ctrl(msg, 1, pkt, n);
+	cable_core_rx(&C, 0, msg, m, 1000);
+	/* serialization takes a few ns: not yet released */
+	expect_none(1);
+	ck_assert_uint_ne(cable_core_next_deadline(&C), UINT64_MAX);
+	cable_core_tick(&C, cable_core_next_deadline(&C));
+	ck_assert_int_eq(next_msg(1, &b, &len), ODL_LINK_CTRL);
+	ck_assert_uint_eq(len + 8, m);
+	memcpy(got_ctrl, b - 8, m);
+	ck_assert_mem_eq(got_ctrl, msg, m); /* forwarded unchanged */
+	expect_none(0);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), UINT64_MAX);
+
+	/* the other direction, and CREDIT/LANE/DATA */
+	m = odl_build_credit(msg, 8, 3);
+	cable_core_rx(&C, 1, msg, m, 2000);
+	m = odl_build_lane(msg, 3, 1, 1);
+	cable_core_rx(&C, 1, msg, m, 2000);
+	m = odl_build_data(msg, 8, 1, 2, 0, pkt, 16);
+	cable_core_rx(&C, 1, msg, m, 2000);
+	cable_core_tick(&C, 1000000);
+	ck_assert_int_eq(next_msg(0, NULL, NULL), ODL_LINK_CREDIT);
+	ck_assert_int_eq(next_msg(0, NULL, NULL), ODL_LINK_LANE);
+	ck_assert_int_eq(next_msg(0, &b, &len), ODL_LINK_DATA);
+	ck_assert_uint_eq(len, 8 + 16);
+	ck_assert_uint_eq(C.end[1].tx_msgs, 4); /* HELLO + 3 */
+	ck_assert_uint_eq(C.end[0].dropped, 0);
+	ck_assert_uint_eq(C.end[1].dropped, 0);
+}
+END_TEST
+
+START_TEST(t_core_order_preserved)
+{
+	uint8_t msg[64], p[4];
+	const uint8_t *b;
+	uint32_t len;
+	uint64_t t = 5000;
+
+	bring_up(t);
+	for (int i = 0; i < 50; i++) {
+		size_t m;
+
+		odl_put32(p, (uint32_t)i);
+		if (i % 3 == 0) {
+			m = odl_build_credit(msg, (uint16_t)i, 1);
+		} else {
+			m = odl_build_data(msg, (uint16_t)i, 0, 0, 0, p, 4);
+		}
+		cable_core_rx(&C, 0, msg, m, t);
+		if (i % 7 == 0)
+			cable_core_tick(&C, t += 3);
+	}
+	cable_core_tick(&C, t + 1000000);
+	for (int i = 0; i < 50; i++) {
+		int type = next_msg(1, &b, &len);
+
+		ck_assert_int_eq(type, i % 3 == 0 ? ODL_LINK_CREDIT : ODL_LINK_DATA);
+		ck_assert_uint_eq(odl_get16(b), i);
+	}
+	expect_none(1);
+}
+END_TEST
+
+START_TEST(t_core_drop_while_down)
+{
+	uint8_t msg[64], p[8] = { 0 };
+	size_t m;
+
+	bring_up(0);
+	cable_core_unplug(&C, 10);
+	ck_assert_uint_eq(expect_state(0).up, 0);
+	ck_assert_uint_eq(expect_state(1).up, 0);
+	m = odl_build_data(msg, 8, 0, 0, 0, p, 8);
+	cable_core_rx(&C, 0, msg, m, 20);
+	m = odl_build_credit(msg, 8, 1);
+	cable_core_rx(&C, 1, msg, m, 20);
+	cable_core_tick(&C, 1000000000);
+	expect_none(0);
+	expect_none(1);
+	ck_assert_uint_eq(C.end[0].dropped, 1);
+	ck_assert_uint_eq(C.end[1].dropped, 1);
+	ck_assert_int_eq(R.drops, 2);
+	ck_assert_int_eq(R.closed[0] + R.closed[1], 0); /* not an error */
+	/* replug: STATE up again, forwarding resumes */
+	cable_core_plug(&C, 30);
+	ck_assert_uint_eq(expect_state(0).up, 1);
+	ck_assert_uint_eq(expect_state(1).up, 1);
+	cable_core_rx(&C, 1, msg, m, 40);
+	cable_core_tick(&C, 1000000000);
+	ck_assert_int_eq(next_msg(0, NULL, NULL), ODL_LINK_CREDIT);
+}
+END_TEST
+
+START_TEST(t_core_unplug_discards_in_flight)
+{
+	struct cable_cfg cfg;
+	uint8_t msg[64], p[8] = { 0 };
+	size_t m;
+
+	cable_core_fini(&C);
+	cable_cfg_defaults(&cfg);
+	cfg.latency_ns = 1000000; /* 1 ms */
+	core_setup_cfg(&cfg);
+	bring_up(0);
+	m = odl_build_data(msg, 8, 0, 0, 0, p, 8);
+	cable_core_rx(&C, 0, msg, m, 100);
+	cable_core_tick(&C, 500000);
+	expect_none(1); /* still on the wire */
+	cable_core_unplug(&C, 600000);
+	ck_assert_uint_eq(expect_state(1).up, 0);
+	ck_assert_uint_eq(expect_state(0).up, 0);
+	cable_core_tick(&C, 5000000);
+	expect_none(1);
+	ck_assert_uint_eq(C.end[0].dropped, 1);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(t_core_peer_disconnect)
+{
+	struct odl_link_state st;
+
+	bring_up(0);
+	cable_core_disconnect(&C, 1, 10);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 0);
+	ck_assert_uint_eq(st.peer_uid, 0);
+	ck_assert(!C.link_up);
+	/* reconnect (QEMU restarted) with a new uid */
+	ck_assert_int_eq(cable_core_connect(&C, 1, 20), 0);
+	send_hello(1, 0xbbb, 2, 40, 20);
+	ck_assert_uint_eq(expect_state(1).up, 1);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 1);
+	ck_assert_uint_eq(st.peer_uid, 0xbbb);
+	ck_assert_uint_eq(C.link_up_count, 2);
+}
+END_TEST
+
+START_TEST(t_core_bad_magic_closes)
+{
+	uint8_t msg[64];
+	struct odl_link_hello h = mkhello(1, 2, 40, "x");
+	size_t n;
+
+	cable_core_connect(&C, 0, 0);
+	h.magic = 0xdeadbeef;
+	n = odl_build_hello(msg, &h);
+	cable_core_rx(&C, 0, msg, n, 0);
+	ck_assert_int_eq(R.closed[0], 1);
+	ck_assert_ptr_nonnull(strstr(R.reason[0], "magic"));
+	ck_assert(!C.end[0].connected);
+	expect_none(0);
+	/* the end can connect again */
+	ck_assert_int_eq(cable_core_connect(&C, 0, 1), 0);
+	send_hello(0, 1, 2, 40, 1);
+	ck_assert_uint_eq(expect_state(0).up, 0);
+}
+END_TEST
+
+START_TEST(t_core_oversized_closes)
+{
+	uint8_t hdr[8];
+
+	bring_up(0);
+	odl_hdr_encode(hdr, ODL_LINK_DATA, ODL_LINK_MAX_BODY + 1);
+	cable_core_rx(&C, 0, hdr, 8, 5); /* closed on the header alone */
+	ck_assert_int_eq(R.closed[0], 1);
+	ck_assert_ptr_nonnull(strstr(R.reason[0], "oversized"));
+	ck_assert_uint_eq(expect_state(1).up, 0); /* peer told */
+	ck_assert_int_eq(R.closed[1], 0);
+}
+END_TEST
+
+START_TEST(t_core_unknown_and_early_close)
+{
+	uint8_t msg[64];
+	size_t m;
+
+	/* data before HELLO */
+	cable_core_connect(&C, 0, 0);
+	m = odl_build_credit(msg, 1, 1);
+	cable_core_rx(&C, 0, msg, m, 0);
+	ck_assert_int_eq(R.closed[0], 1);
+	ck_assert_ptr_nonnull(strstr(R.reason[0], "before HELLO"));
+	/* unknown type after HELLO */
+	cable_core_connect(&C, 0, 1);
+	send_hello(0, 1, 2, 40, 1);
+	odl_hdr_encode(msg, 99, 0);
+	cable_core_rx(&C, 0, msg, 8, 2);
+	ck_assert_int_eq(R.closed[0], 2);
+	ck_assert_ptr_nonnull(strstr(R.reason[0], "unknown"));
+	/* STATE from a model */
+	cable_core_connect(&C, 1, 3);
+	send_hello(1, 2, 2, 40, 3);
+	{
+		struct odl_link_state st = { 0 };
+
+		m = odl_build_state(msg, &st);
+	}
+	cable_core_rx(&C, 1, msg, m, 4);
+	ck_assert_int_eq(R.closed[1], 1);
+}
+END_TEST
+
+START_TEST(t_core_partial_reads)
+{
+	uint8_t stream[512], pkt[16];
+	struct odl_link_hello h = mkhello(0x77, 2, 40, "split");
+	size_t n = 0, plen = hex2bin("00000000000000000400 20002fc967ac", pkt);
+	const uint8_t *b;
+	uint32_t len;
+
+	cable_core_connect(&C, 0, 0);
+	cable_core_connect(&C, 1, 0);
+	send_hello(1, 0x88, 2, 40, 0);
+	(void)expect_state(1);
+	n += odl_build_hello(stream + n, &h);
+	n += odl_build_ctrl(stream + n, 1, pkt, plen);
+	n += odl_build_credit(stream + n, 5, 6);
+	/* one byte at a time */
+	for (size_t i = 0; i < n; i++)
+		cable_core_rx(&C, 0, stream + i, 1, 10);
+	ck_assert_uint_eq(expect_state(0).up, 1);
+	ck_assert_uint_eq(expect_state(1).up, 1);
+	cable_core_tick(&C, 1000000);
+	ck_assert_int_eq(next_msg(1, &b, &len), ODL_LINK_CTRL);
+	ck_assert_uint_eq(len, 4 + plen);
+	ck_assert_mem_eq(b + 4, pkt, plen);
+	ck_assert_int_eq(next_msg(1, &b, &len), ODL_LINK_CREDIT);
+	ck_assert_uint_eq(odl_get16(b + 2), 6);
+	/* two messages and a half in one read, then the rest */
+	n = odl_build_credit(stream, 1, 1);
+	n += odl_build_credit(stream + n, 2, 2);
+	n += odl_build_ctrl(stream + n, 1, pkt, plen);
+	cable_core_rx(&C, 0, stream, n - 7, 20);
+	cable_core_rx(&C, 0, stream + n - 7, 7, 21);
+	cable_core_tick(&C, 2000000);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_CREDIT);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_CREDIT);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_CTRL);
+	expect_none(1);
+	ck_assert_int_eq(R.closed[0], 0);
+}
+END_TEST
+
+START_TEST(t_core_rate_limit)
+{
+	struct cable_cfg cfg;
+	uint8_t msg[2048], p[1000];
+	size_t m;
+	const uint64_t t0 = 1000000;
+	/* 1 lane x 1 Gb/s = 1 bit/ns: a 1016-byte message takes 8128 ns */
+	const uint64_t ser = 1016 * 8;
+
+	cable_core_fini(&C);
+	cable_cfg_defaults(&cfg);
+	cfg.lanes = 1;
+	cfg.lane_gbps = 1;
+	cfg.latency_ns = 2000;
+	core_setup_cfg(&cfg);
+	bring_up(0);
+	memset(p, 0x5a, sizeof(p));
+	m = odl_build_data(msg, 8, 0, 0, 0, p, sizeof(p));
+	ck_assert_uint_eq(m, 1016);
+	cable_core_rx(&C, 0, msg, m, t0);
+	cable_core_rx(&C, 0, msg, m, t0); /* queued behind the first */
+	ck_assert_uint_eq(cable_core_next_deadline(&C), t0 + ser + 2000);
+	cable_core_tick(&C, t0 + ser + 1999);
+	expect_none(1);
+	cable_core_tick(&C, t0 + ser + 2000);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_DATA);
+	expect_none(1);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), t0 + 2 * ser + 2000);
+	cable_core_tick(&C, t0 + 2 * ser + 1999);
+	expect_none(1);
+	cable_core_tick(&C, t0 + 2 * ser + 2000);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_DATA);
+	/* an idle wire starts fresh: no credit for the idle time beyond now */
+	cable_core_rx(&C, 0, msg, m, t0 + 10 * ser);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), t0 + 11 * ser + 2000);
+	/* the other direction is independent */
+	cable_core_rx(&C, 1, msg, m, t0 + 10 * ser);
+	cable_core_tick(&C, t0 + 11 * ser + 2000);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_DATA);
+	ck_assert_int_eq(next_msg(0, NULL, NULL), ODL_LINK_DATA);
+}
+END_TEST
+
+START_TEST(t_core_fractional_rate)
+{
+	/* 2 x 40 Gb/s = 80 bits/ns; 24-byte messages = 2.4 ns each */
+	uint8_t msg[64];
+	size_t m = odl_build_credit(msg, 1, 1) + 0;
+	uint64_t t0 = 100;
+
+	bring_up(0);
+	ck_assert_uint_eq(m, 12);
+	for (int i = 0; i < 1000; i++)
+		cable_core_rx(&C, 0, msg, m, t0);
+	/* 1000 * 96 bits / 80 = 1200 ns exactly */
+	ck_assert_uint_eq(C.end[0].wire_free_at, t0 + 1200);
+}
+END_TEST
+
+START_TEST(t_core_queue_full_drops_data_only)
+{
+	struct cable_cfg cfg;
+	uint8_t msg[64], p[8] = { 0 }, pkt[16];
+	size_t m, plen = hex2bin("00000000000000000400 20002fc967ac", pkt);
+
+	cable_core_fini(&C);
+	cable_cfg_defaults(&cfg);
+	cfg.queue_limit = 1000;
+	core_setup_cfg(&cfg);
+	bring_up(0);
+	R.backlog[1] = 5000; /* b is slow */
+	m = odl_build_data(msg, 8, 0, 0, 0, p, 8);
+	cable_core_rx(&C, 0, msg, m, 10);
+	m = odl_build_ctrl(msg, 1, pkt, plen);
+	cable_core_rx(&C, 0, msg, m, 10);
+	m = odl_build_credit(msg, 8, 1);
+	cable_core_rx(&C, 0, msg, m, 10);
+	cable_core_tick(&C, 1000000);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_CTRL);
+	ck_assert_int_eq(next_msg(1, NULL, NULL), ODL_LINK_CREDIT);
+	expect_none(1);
+	ck_assert_uint_eq(C.end[0].dropped, 1);
+}
+END_TEST
+
+START_TEST(t_core_status_json)
+{
+	char js[2048];
+	uint8_t msg[64];
+	size_t m;
+
+	bring_up(0);
+	m = odl_build_credit(msg, 8, 1);
+	cable_core_rx(&C, 0, msg, m, 0);
+	cable_core_tick(&C, 1000000);
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "{\"plugged\":true,\"link_up\":true,\"ends\":{\"a\":{\"connected\":true"));
+	ck_assert_ptr_nonnull(strstr(js, "\"uid\":\"0x000000000000000a\",\"profile\":\"prof-a\",\"tx_msgs\":2,\"tx_bytes\":76"));
+	ck_assert_ptr_nonnull(strstr(js, "\"b\":{\"connected\":true"));
+	ck_assert_ptr_nonnull(strstr(js, "\"lanes\":2,\"lane_gbps\":40"));
+	ck_assert_ptr_nonnull(strstr(js, "\"plug_count\":0"));
+	ck_assert_ptr_null(strchr(js, '\n'));
+	cable_core_disconnect(&C, 0, 5);
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"a\":{\"connected\":false,\"hello\":false,\"uid\":\"0x0000000000000000\",\"profile\":\"\""));
+}
+END_TEST
+
+static Suite *link_suite(void)
+{
+	Suite *s = suite_create("link");
+	TCase *tc;
+
+	tc = tcase_create("decode");
+	tcase_add_test(tc, t_decode_read_example);
+	tcase_add_test(tc, t_decode_write_data_badcrc);
+	tcase_add_test(tc, t_decode_route_high_and_cm);
+	tcase_add_test(tc, t_decode_error_event);
+	tcase_add_test(tc, t_decode_xdomain);
+	tcase_add_test(tc, t_decode_pdf_names);
+	tcase_add_test(tc, t_decode_messages);
+	tcase_add_test(tc, t_trace_line);
+	tcase_add_test(tc, t_crc32c);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("framing");
+	tcase_add_test(tc, t_validate);
+	tcase_add_test(tc, t_hello_roundtrip);
+	tcase_add_test(tc, t_capture_roundtrip);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, core_setup, core_teardown);
+	tcase_add_test(tc, t_core_hello_state);
+	tcase_add_test(tc, t_core_cable_limits);
+	tcase_add_test(tc, t_core_start_unplugged);
+	tcase_add_test(tc, t_core_forward_while_up);
+	tcase_add_test(tc, t_core_order_preserved);
+	tcase_add_test(tc, t_core_drop_while_down);
+	tcase_add_test(tc, t_core_unplug_discards_in_flight);
+	tcase_add_test(tc, t_core_peer_disconnect);
+	tcase_add_test(tc, t_core_bad_magic_closes);
+	tcase_add_test(tc, t_core_oversized_closes);
+	tcase_add_test(tc, t_core_unknown_and_early_close);
+	tcase_add_test(tc, t_core_partial_reads);
+	tcase_add_test(tc, t_core_rate_limit);
+	tcase_add_test(tc, t_core_fractional_rate);
+	tcase_add_test(tc, t_core_queue_full_drops_data_only);
+	tcase_add_test(tc, t_core_status_json);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(link_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
