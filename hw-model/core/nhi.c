@@ -249,8 +249,10 @@ static void rx_put(struct nhi *n, unsigned int ri, uint8_t sof, uint8_t eof,
 	}
 	r->hw = (r->hw + 1) % r->size;
 	r->credits_used++;
-	n->st.rx_frames++;
-	n->st.rx_bytes += len;
+	if (ri) {
+		n->st.rx_frames++;
+		n->st.rx_bytes += len;
+	}
 	nhi_log(n, NHI_LOG_TRACE, "RX ring %u: frame len %u sof %u eof %u flags 0x%x",
 		ri, len, sof, eof, f);
 	nhi_raise(n, ri + n->hops);
@@ -670,8 +672,8 @@ void nhi_mmio_write(struct nhi *n, uint32_t off, uint32_t val)
 		   off == REG_FW_STS) {
 		/* read-only */
 	} else {
-		nhi_log(n, NHI_LOG_TRACE, "write to unimplemented 0x%x ignored",
-			off);
+		nhi_guest_error(n, "write 0x%08x to unimplemented offset 0x%05x ignored",
+				val, off);
 	}
 }
 

@@ -215,7 +215,6 @@ static void queue_event(struct nhi *n, unsigned int a, bool unplug)
 	n->plug[a].pending = true;
 	n->plug[a].unplug = unplug;
 	n->hotplug_tries = 0;
-	router_hotplug_tick(n);
 }
 
 void router_ctl_ring_started(struct nhi *n)
@@ -293,6 +292,7 @@ void router_link_state(struct nhi *n, bool up, uint8_t lanes, uint32_t gbps,
 	queue_event(n, ADP_LANE0, !up);
 	if (lane_present(n, ADP_LANE1))
 		queue_event(n, ADP_LANE1, !up);
+	router_hotplug_tick(n);
 	if (up)
 		nhi_tx_kick_all(n);
 }
@@ -429,10 +429,12 @@ static void path_write(struct nhi *n, unsigned int a, unsigned int off,
 	if (off % 2 == 0) {
 		bool now = v & HOP_VALID;
 
-		if (a == ADP_NHI && was != now) {
+		if (a == ADP_NHI && was && !now) {
 			unsigned int oh = v & 0x7ff;
 
-			/* a new path starts without credits */
+			/* credits belong to the path and go with it; those
+			 * granted before activation are kept, since the peer
+			 * may enable its receive side first */
 			n->tx_credits[oh] = 0;
 			n->tx_credit_active[oh] = 0;
 		}
@@ -608,6 +610,12 @@ void router_ctl_from_host(struct nhi *n, uint8_t pdf, const uint8_t *buf,
 		n->st.ctl_bad_crc++;
 		nhi_guest_error(n, "control packet (PDF %u) with bad CRC dropped",
 				pdf);
+		return;
+	}
+	if ((pdf == PDF_READ || pdf == PDF_WRITE || pdf == PDF_ERROR) &&
+	    p.ndw < 3) {
+		nhi_guest_error(n, "control packet PDF %u of %u dwords dropped",
+				pdf, p.ndw);
 		return;
 	}
 	switch (pdf) {

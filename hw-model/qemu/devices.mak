@@ -17,7 +17,6 @@ CONFIG_PCIE_PORT=y
 CONFIG_IOH3420=y
 CONFIG_XIO3130=y
 CONFIG_I82801B11=y
-CONFIG_PXB=y
 
 # IOMMU (intel-iommu) so DMA through the model can fault like on hardware
 CONFIG_VTD=y

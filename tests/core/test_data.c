@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: MIT
+/* Data path through DMA tunnels (router-cm.md §5.3-§5.6) and E2E flow
+ * control (nhi-device.md §3.9). */
+#include <string.h>
+
+#include "harness.h"
+
+#define FRAME_MASKS ((1u << 1) << 16 | (1u << 2))
+#define TXD (MEM_BASE + 0x40000)
+#define RXD (MEM_BASE + 0x41000)
+#define TXB (MEM_BASE + 0x50000)
+#define RXB (MEM_BASE + 0x70000)
+
+static const struct nhi_stats *st(void)
+{
+	return nhi_get_stats(H.n);
+}
+
+static void d_setup(void)
+{
+	h_setup();
+	h_ctl_start();
+	h_configure_router();
+	h_link_up(1);
+	h_clear_records();
+}
+
+static void send_data(uint16_t hop, uint8_t sof, uint8_t eof,
+		      const uint8_t *pl, uint32_t len)
+{
+	static uint8_t buf[sizeof(struct odl_link_data) + 4096];
+	struct odl_link_data d;
+
+	memset(&d, 0, sizeof(d));
+	d.hopid = hop;
+	d.sof = sof;
+	d.eof = eof;
+	memcpy(buf, &d, sizeof(d));
+	memcpy(buf + sizeof(d), pl, len);
+	h_cable(ODL_LINK_DATA, buf, (uint32_t)(sizeof(d) + len));
+}
+
+static void post_tx(unsigned int ring, unsigned int slot, uint32_t len,
+		    uint8_t fill)
+{
+	h_fill(TXB + 4096ull * slot, fill, 4096);
+	h_desc(TXD, slot, TXB + 4096ull * slot,
+	       (len & 0xfff) | 2u << 12 | 1u << 16 | D_POSTED | D_INTERRUPT);
+	h_wr(R_TX(ring) + 8, (slot + 1) << 16);
+}
+
+static void post_rx(unsigned int ring, unsigned int slot)
+{
+	h_desc(RXD, slot, RXB + 4096ull * slot, D_POSTED | D_INTERRUPT);
+	h_wr(R_RX(ring) + 8, slot + 1);
+}
+
+START_TEST(tx_frame_leaves_on_hop)
+{
+	struct odl_link_data d;
+	struct h_msg *m;
+
+	h_path_tx(3, 8);
+	h_tx_start(3, TXD, 16, 0);
+	h_clear_records();
+	post_tx(3, 0, 100, 0x42);
+	ck_assert_uint_eq(H.nmsgs, 1);
+	m = h_last_msg(ODL_LINK_DATA);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_eq(m->len, sizeof(d) + 100);
+	memcpy(&d, m->body, sizeof(d));
+	ck_assert_uint_eq(d.hopid, 8);
+	ck_assert_uint_eq(d.sof, 1);
+	ck_assert_uint_eq(d.eof, 2);
+	ck_assert_uint_eq(d.flags, 0);
+	ck_assert_mem_eq(m->body + sizeof(d), h_ptr(TXB), 100);
+	ck_assert_uint_eq(h_desc_d8(TXD, 0) & D_COMPLETED, D_COMPLETED);
+	ck_assert_uint_eq(st()->tx_frames, 1);
+	ck_assert_uint_eq(st()->tx_bytes, 100);
+	/* another hop on another ring */
+	h_path_tx(4, 9);
+	h_tx_start(4, TXD + 0x400, 4, 0);
+	h_desc(TXD + 0x400, 0, TXB, 12 | 7u << 12 | 6u << 16 | D_INTERRUPT);
+	h_wr(R_TX(4) + 8, 1u << 16);
+	memcpy(&d, h_last_msg(ODL_LINK_DATA)->body, sizeof(d));
+	ck_assert_uint_eq(d.hopid, 9);
+	ck_assert_uint_eq(d.sof, 6);
+	ck_assert_uint_eq(d.eof, 7);
+}
+END_TEST
+
+START_TEST(rx_frame_lands_in_ring)
+{
+	uint8_t pl[200];
+	struct nhi_stats b;
+
+	for (unsigned int i = 0; i < sizeof(pl); i++)
+		pl[i] = (uint8_t)(255 - i);
+	h_path_rx(8, 2);
+	h_rx_start(2, RXD, 16, 0, 0, FRAME_MASKS);
+	post_rx(2, 0);
+	h_clear_records();
+	b = *st();
+	send_data(8, 1, 2, pl, sizeof(pl));
+	ck_assert_uint_eq(h_desc_d8(RXD, 0), 200 | 2u << 12 | 1u << 16 | D_COMPLETED);
+	ck_assert_mem_eq(h_ptr(RXB), pl, sizeof(pl));
+	ck_assert_uint_eq(st()->rx_frames - b.rx_frames, 1);
+	ck_assert_uint_eq(h_rd(R_STATUS) & (1u << (2 + 12)), 1u << (2 + 12));
+	/* a frame for HopID 8 never lands in another ring */
+	h_rx_start(3, RXD + 0x400, 16, 0, 0, FRAME_MASKS);
+	h_desc(RXD + 0x400, 0, RXB + 0x8000, D_POSTED | D_INTERRUPT);
+	h_wr(R_RX(3) + 8, 1);
+	post_rx(2, 1);
+	send_data(8, 1, 2, pl, 10);
+	ck_assert_uint_eq(h_desc_d8(RXD + 0x400, 0), D_POSTED | D_INTERRUPT);
+	ck_assert_uint_eq(h_desc_d8(RXD, 1), 10 | 2u << 12 | 1u << 16 | D_COMPLETED);
+}
+END_TEST
+
+START_TEST(rx_no_path_dropped)
+{
+	uint8_t pl[16] = { 0 };
+
+	h_path_rx(8, 2);
+	h_rx_start(2, RXD, 16, 0, 0, FRAME_MASKS);
+	post_rx(2, 0);
+	send_data(9, 1, 2, pl, 16);    /* no entry for HopID 9 */
+	send_data(0, 1, 2, pl, 16);    /* HopID 0 is the control path */
+	send_data(2047, 1, 2, pl, 16); /* beyond the table */
+	ck_assert_uint_eq(st()->rx_dropped, 3);
+	ck_assert_uint_eq(h_desc_d8(RXD, 0), D_POSTED | D_INTERRUPT);
+	/* path written to lane 1's table is not used (lane 0 carries paths) */
+	{
+		uint32_t v[2] = { 0x801c1802, 0x017ff501 };
+
+		ck_assert(h_cfg_write(0, 2, 2 * 10, v, 2));
+	}
+	send_data(10, 1, 2, pl, 16);
+	ck_assert_uint_eq(h_desc_d8(RXD, 0), D_POSTED | D_INTERRUPT);
+	/* deactivated path */
+	{
+		uint32_t v[2] = { 0x001c1802, 0x017ff501 };
+
+		ck_assert(h_cfg_write(0, 1, 2 * 8, v, 2));
+	}
+	send_data(8, 1, 2, pl, 16);
+	ck_assert_uint_eq(h_desc_d8(RXD, 0), D_POSTED | D_INTERRUPT);
+	ck_assert_uint_eq(st()->rx_dropped, 5);
+	/* entry pointing at ring 0 or a ring >= hop count: dropped */
+	{
+		uint32_t v[2] = { 0x801c1800, 0x017ff501 };
+
+		ck_assert(h_cfg_write(0, 1, 2 * 11, v, 2));
+		v[0] = 0x801c1800 | 12;
+		ck_assert(h_cfg_write(0, 1, 2 * 12, v, 2));
+	}
+	send_data(11, 1, 2, pl, 16);
+	send_data(12, 1, 2, pl, 16);
+	ck_assert_uint_eq(st()->rx_dropped, 7);
+	ck_assert_uint_eq(h_ctl_pending(), 0);
+}
+END_TEST
+
+START_TEST(rx_link_down_dropped)
+{
+	uint8_t pl[16] = { 0 };
+
+	h_path_rx(8, 2);
+	h_rx_start(2, RXD, 16, 0, 0, FRAME_MASKS);
+	post_rx(2, 0);
+	h_link_state(false, 0, 0, 0);
+	send_data(8, 1, 2, pl, 16);
+	ck_assert_uint_eq(h_desc_d8(RXD, 0), D_POSTED | D_INTERRUPT);
+	ck_assert_uint_eq(st()->rx_dropped, 1);
+}
+END_TEST
+
+START_TEST(tx_no_path_dropped_completed)
+{
+	h_tx_start(2, TXD, 16, 0);
+	h_clear_records();
+	post_tx(2, 0, 64, 1);
+	ck_assert_uint_eq(H.nmsgs, 0);
+	ck_assert_uint_eq(st()->tx_dropped, 1);
+	ck_assert_uint_eq(h_desc_d8(TXD, 0) & D_COMPLETED, D_COMPLETED);
+	/* a path to a non-lane adapter is no path */
+	{
+		uint32_t v[2] = { 0x801c1808, 0x037ff501 }; /* out adapter 3 */
+
+		ck_assert(h_cfg_write(0, 3, 2 * 2, v, 2));
+	}
+	h_clear_records();
+	post_tx(2, 1, 64, 1);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 0);
+	ck_assert_uint_eq(st()->tx_dropped, 2);
+	/* link down: dropped as well */
+	h_path_tx(2, 8);
+	h_link_state(false, 0, 0, 0);
+	h_clear_records();
+	post_tx(2, 2, 64, 1);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 0);
+	ck_assert_uint_eq(st()->tx_dropped, 3);
+	ck_assert_uint_eq(h_desc_d8(TXD, 2) & D_COMPLETED, D_COMPLETED);
+}
+END_TEST
+
+/* ---- E2E ---- */
+
+static uint32_t credits_for(uint16_t hop)
+{
+	uint32_t sum = 0;
+
+	for (unsigned int i = 0; i < H.nmsgs; i++) {
+		struct odl_link_credit c;
+
+		if (H.msgs[i].type != ODL_LINK_CREDIT)
+			continue;
+		ck_assert_uint_eq(H.msgs[i].len, sizeof(c));
+		memcpy(&c, H.msgs[i].body, sizeof(c));
+		if (c.hopid == hop)
+			sum += c.credits;
+	}
+	return sum;
+}
+
+START_TEST(e2e_rx_grants_credits)
+{
+	uint8_t pl[32] = { 0 };
+
+	/* ring started as tb_ring_start() does for E2E, buffers posted */
+	h_rx_start(1, RXD, 8, 0, 0, FRAME_MASKS);
+	h_wr(R_RXOPT(1), F_ENABLE | F_E2E | 1u << 12);
+	for (unsigned int i = 0; i < 5; i++)
+		post_rx(1, i);
+	/* no path yet: nothing granted */
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_CREDIT), 0);
+	/* path valid -> credits for the 5 posted buffers on HopID 8 */
+	h_path_rx(8, 1);
+	ck_assert_uint_eq(credits_for(8), 5);
+	ck_assert_uint_eq(st()->credits_sent, 5);
+	/* two more buffers -> two more credits */
+	post_rx(1, 5);
+	post_rx(1, 6);
+	ck_assert_uint_eq(credits_for(8), 7);
+	/* frames consume; re-posting returns credits */
+	send_data(8, 1, 2, pl, 32);
+	send_data(8, 1, 2, pl, 32);
+	send_data(8, 1, 2, pl, 32);
+	ck_assert_uint_eq(credits_for(8), 7);
+	h_desc(RXD, 7, RXB, D_POSTED | D_INTERRUPT);
+	h_desc(RXD, 0, RXB, D_POSTED | D_INTERRUPT);
+	h_desc(RXD, 1, RXB, D_POSTED | D_INTERRUPT);
+	h_wr(R_RX(1) + 8, 2);
+	ck_assert_uint_eq(credits_for(8), 10);
+	/* never more outstanding than posted buffers */
+	ck_assert_uint_eq(credits_for(8) - 3, 7);
+}
+END_TEST
+
+START_TEST(e2e_no_credits_for_plain_ring)
+{
+	h_rx_start(1, RXD, 8, 0, 0, FRAME_MASKS);
+	post_rx(1, 0);
+	h_path_rx(8, 1);
+	post_rx(1, 1);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_CREDIT), 0);
+}
+END_TEST
+
+START_TEST(e2e_ring_after_path)
+{
+	/* path first, ring later (the other order) */
+	h_path_rx(8, 1);
+	h_rx_start(1, RXD, 8, 0, F_E2E | 1u << 12, FRAME_MASKS);
+	ck_assert_uint_eq(credits_for(8), 0);
+	post_rx(1, 0);
+	post_rx(1, 1);
+	post_rx(1, 2);
+	ck_assert_uint_eq(credits_for(8), 3);
+}
+END_TEST
+
+START_TEST(e2e_sender_stops_and_resumes)
+{
+	struct odl_link_credit c = { .hopid = 8, .credits = 2 };
+
+	h_path_tx(1, 8);
+	h_tx_start(1, TXD, 16, 0);
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	ck_assert_uint_eq(st()->credits_rcvd, 2);
+	h_clear_records();
+	for (unsigned int i = 0; i < 3; i++)
+		post_tx(1, i, 64, (uint8_t)(0x10 + i));
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 2);
+	ck_assert_uint_eq(h_desc_d8(TXD, 0) & D_COMPLETED, D_COMPLETED);
+	ck_assert_uint_eq(h_desc_d8(TXD, 1) & D_COMPLETED, D_COMPLETED);
+	ck_assert_uint_eq(h_desc_d8(TXD, 2) & D_COMPLETED, 0);
+	ck_assert_uint_eq(h_rd(R_TX(1) + 8), 3u << 16 | 2);
+	ck_assert_uint_eq(st()->tx_frames, 2);
+	/* more credits: the waiting frame goes, in order */
+	c.credits = 5;
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 3);
+	ck_assert_uint_eq(h_last_msg(ODL_LINK_DATA)->body[sizeof(struct odl_link_data)],
+			  0x12);
+	ck_assert_uint_eq(h_desc_d8(TXD, 2) & D_COMPLETED, D_COMPLETED);
+	ck_assert_uint_eq(h_rd(R_TX(1) + 8), 3u << 16 | 3);
+	/* 4 credits left */
+	for (unsigned int i = 3; i < 9; i++)
+		post_tx(1, i, 64, (uint8_t)i);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 7);
+	ck_assert_uint_eq(h_rd(R_TX(1) + 8), 9u << 16 | 7);
+	/* credits for another HopID do not help */
+	c.hopid = 9;
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 7);
+}
+END_TEST
+
+START_TEST(no_credit_messages_means_unlimited)
+{
+	/* a peer that never sends credits (E2E off) is not throttled */
+	h_path_tx(1, 8);
+	h_tx_start(1, TXD, 16, 0);
+	h_clear_records();
+	for (unsigned int i = 0; i < 12; i++)
+		post_tx(1, i, 32, (uint8_t)i);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 12);
+}
+END_TEST
+
+START_TEST(e2e_held_frames_drained_in_order)
+{
+	uint8_t pl[16];
+	struct nhi_stats b;
+
+	/* frames arriving at a full E2E ring are held, then delivered */
+	h_path_rx(8, 1);
+	h_rx_start(1, RXD, 8, 0, F_E2E | 1u << 12, FRAME_MASKS);
+	b = *st();
+	for (uint8_t i = 0; i < 3; i++) {
+		memset(pl, i, sizeof(pl));
+		send_data(8, 1, 2, pl, sizeof(pl));
+	}
+	ck_assert_uint_eq(st()->rx_overflow, 0);
+	ck_assert_uint_eq(st()->e2e_held, 3);
+	post_rx(1, 0);
+	post_rx(1, 1);
+	ck_assert_uint_eq(h_desc_d8(RXD, 0) & D_COMPLETED, D_COMPLETED);
+	ck_assert_uint_eq(h_ptr(RXB)[0], 0);
+	ck_assert_uint_eq(h_ptr(RXB + 4096)[0], 1);
+	post_rx(1, 2);
+	ck_assert_uint_eq(h_ptr(RXB + 8192)[0], 2);
+	ck_assert_uint_eq(st()->rx_frames - b.rx_frames, 3);
+}
+END_TEST
+
+Suite *suite_data(void)
+{
+	Suite *s = suite_create("data");
+	TCase *tc = tcase_create("data");
+
+	tcase_add_checked_fixture(tc, d_setup, h_teardown);
+	tcase_add_test(tc, tx_frame_leaves_on_hop);
+	tcase_add_test(tc, rx_frame_lands_in_ring);
+	tcase_add_test(tc, rx_no_path_dropped);
+	tcase_add_test(tc, rx_link_down_dropped);
+	tcase_add_test(tc, tx_no_path_dropped_completed);
+	tcase_add_test(tc, e2e_rx_grants_credits);
+	tcase_add_test(tc, e2e_no_credits_for_plain_ring);
+	tcase_add_test(tc, e2e_ring_after_path);
+	tcase_add_test(tc, e2e_sender_stops_and_resumes);
+	tcase_add_test(tc, no_credit_messages_means_unlimited);
+	tcase_add_test(tc, e2e_held_frames_drained_in_order);
+	suite_add_tcase(s, tc);
+	return s;
+}
