@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# probe: the stock thunderbolt driver binds the emulated NHI, the software
+# connection manager creates domain0 and the host router, dmesg is clean.
+. "$(dirname "$0")/common.sh"
+tap_plan 9
+tap_timeout 900
+pair_up
+for v in a b; do
+	bdf=$(nhi_bdf $v)
+	if [ -n "$bdf" ] && [ "$(vm $v readlink /sys/bus/pci/devices/$bdf/driver | sed 's|.*/||')" = thunderbolt ]; then
+		ok "$v: thunderbolt.ko bound to the NHI at $bdf"
+	else
+		not_ok "$v: thunderbolt.ko bound to the NHI" "bdf='$bdf'"
+	fi
+	check "$v: domain0 and host router 0-0 exist" \
+		vm $v test -e /sys/bus/thunderbolt/devices/domain0 -a -e /sys/bus/thunderbolt/devices/0-0/unique_id
+	check "$v: software connection manager in use" \
+		vm $v sh -c 'dmesg | grep -q "using software connection manager"'
+done
+a_uid=$(vm a cat /sys/bus/thunderbolt/devices/0-0/unique_id)
+b_uid=$(vm b cat /sys/bus/thunderbolt/devices/0-0/unique_id)
+if [ -n "$a_uid" ] && [ "$a_uid" != "$b_uid" ]; then
+	ok "host routers have distinct UUIDs" "a=$a_uid b=$b_uid"
+else
+	not_ok "host routers have distinct UUIDs" "a=$a_uid b=$b_uid"
+fi
+check_clean_dmesg
+tap_done
