@@ -63,16 +63,43 @@ static unsigned int ivr_vector(const struct nhi *n, unsigned int idx)
 	return (n->ivr[idx / 8] >> (4 * (idx % 8))) & 0xf;
 }
 
+static void fire_vector(struct nhi *n, unsigned int vec)
+{
+	n->st.interrupts++;
+	if (n->ops->now)
+		n->irq_last[vec] = n->ops->now(n->opaque);
+	if (n->ops->msix)
+		n->ops->msix(n->opaque, vec);
+}
+
+/*
+ * Interrupt moderation: a vector fires at most once per throttling
+ * interval (REG_INT_THROTTLE, 256 ns units); events inside the interval
+ * are coalesced into one message at its end, so the last event always
+ * produces a message.
+ */
 static void signal_idx(struct nhi *n, unsigned int idx)
 {
 	unsigned int vec = ivr_vector(n, idx);
+	int64_t gap = (int64_t)n->throttle[vec] * 256, now, due;
 
-	n->st.interrupts++;
 	nhi_log(n, NHI_LOG_TRACE, "irq index %u -> vector %u", idx, vec);
 	if (n->dma_misc & DMA_MISC_INT_AUTO_CLEAR)
 		n->int_status[idx / 32] &= ~(1u << (idx % 32));
-	if (n->ops->msix)
-		n->ops->msix(n->opaque, vec);
+	if (n->irq_deferred & (1u << vec))
+		return; /* coalesced into the pending message */
+	if (!n->p->irq_throttle || !gap || !n->ops->now || !n->ops->timer_arm) {
+		fire_vector(n, vec);
+		return;
+	}
+	now = n->ops->now(n->opaque);
+	due = n->irq_last[vec] + gap;
+	if (n->irq_last[vec] == 0 || now >= due) {
+		fire_vector(n, vec);
+		return;
+	}
+	n->irq_deferred |= 1u << vec;
+	n->ops->timer_arm(n->opaque, NHI_TIMER_IRQ0 + (int)vec, due);
 }
 
 /*
@@ -155,7 +182,8 @@ static void ring_disable(struct nhi *n, struct nhi_ring *r)
 	r->enabled = false;
 	ring_reset_indices(r);
 	held_clear(r);
-	(void)n;
+	if (r >= n->tx && r < n->tx + NHI_MAX_HOPS)
+		n->tx_deferred &= ~(1u << (r - n->tx));
 }
 
 static void ring_enable(struct nhi *n, struct nhi_ring *r, unsigned int idx,
@@ -434,6 +462,10 @@ void nhi_e2e_update(struct nhi *n, unsigned int ri)
 	if (avail <= outstanding)
 		return;
 	grant = avail - outstanding;
+	/* return credits in batches, as hardware does: once a quarter of
+	 * the ring is free again, or when the sender is running low */
+	if (grant < r->size / 4 && outstanding > r->size / 4)
+		return;
 	if (grant > 0xffff)
 		grant = 0xffff;
 	c.hopid = (uint16_t)hop;
@@ -476,8 +508,15 @@ static void ring_reg_write(struct nhi *n, bool rx, unsigned int ri,
 				return;
 			}
 			r->drv = prod;
-			if (r->enabled)
+			if (!r->enabled)
+				break;
+			if (ri && n->ops->defer) {
+				if (!n->tx_deferred)
+					n->ops->defer(n->opaque);
+				n->tx_deferred |= 1u << ri;
+			} else {
 				nhi_tx_kick(n, ri);
+			}
 		} else {
 			uint32_t di = val & 0xffff;
 
@@ -748,11 +787,28 @@ void nhi_cable_connected(struct nhi *n, bool connected)
 	}
 }
 
+void nhi_run_deferred(struct nhi *n)
+{
+	while (n->tx_deferred) {
+		unsigned int ri = (unsigned int)__builtin_ctz(n->tx_deferred);
+
+		n->tx_deferred &= ~(1u << ri);
+		nhi_tx_kick(n, ri);
+	}
+}
+
 void nhi_timer_fire(struct nhi *n, int timer)
 {
 	if (timer == NHI_TIMER_HOTPLUG) {
 		n->hotplug_timer_armed = false;
 		router_hotplug_tick(n);
+	} else if (timer >= NHI_TIMER_IRQ0 && timer < NHI_TIMER_COUNT) {
+		unsigned int vec = (unsigned int)(timer - NHI_TIMER_IRQ0);
+
+		if (n->irq_deferred & (1u << vec)) {
+			n->irq_deferred &= ~(1u << vec);
+			fire_vector(n, vec);
+		}
 	}
 }
 
@@ -772,6 +828,12 @@ static void nhi_regs_reset(struct nhi *n)
 	memset(n->int_missed, 0, sizeof(n->int_missed));
 	memset(n->ivr, 0, sizeof(n->ivr));
 	memset(n->throttle, 0, sizeof(n->throttle));
+	memset(n->irq_last, 0, sizeof(n->irq_last));
+	for (unsigned int v = 0; v < NHI_MSIX_VECTORS; v++)
+		if ((n->irq_deferred & (1u << v)) && n->ops->timer_arm)
+			n->ops->timer_arm(n->opaque, NHI_TIMER_IRQ0 + (int)v, -1);
+	n->irq_deferred = 0;
+	n->tx_deferred = 0;
 	n->dma_misc = 0;
 	n->inmail_data = 0;
 	n->inmail_cmd = 0;

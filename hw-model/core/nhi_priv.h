@@ -165,6 +165,9 @@ struct nhi {
 	uint32_t int_missed[2];
 	uint32_t ivr[4];
 	uint32_t throttle[NHI_MSIX_VECTORS];
+	int64_t irq_last[NHI_MSIX_VECTORS];   /* when each vector last fired */
+	uint32_t irq_deferred;                /* vectors waiting for their slot */
+	uint32_t tx_deferred;                 /* TX rings with a doorbell pending */
 	uint32_t dma_misc;
 	uint32_t inmail_data, inmail_cmd;
 

@@ -49,6 +49,7 @@ static const struct field fields[] = {
 	FLD("nhi_total_buffers", F_U16, nhi_total_buffers, 1023),
 	FLD("ba_max_hi", F_U16, ba_max_hi, 0xffff),
 	FLD("e2e_hold_frames", F_U16, e2e_hold_frames, 4096),
+	FLD("irq_throttle", F_U8, irq_throttle, 1),
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, int line,

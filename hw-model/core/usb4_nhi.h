@@ -32,7 +32,8 @@ enum nhi_log_level {
 /* Timers the core may arm. */
 enum nhi_timer {
 	NHI_TIMER_HOTPLUG = 0, /* re-send unacknowledged plug events */
-	NHI_TIMER_COUNT
+	NHI_TIMER_IRQ0 = 1,    /* ..+15: end of a vector's throttling interval */
+	NHI_TIMER_COUNT = NHI_TIMER_IRQ0 + 16
 };
 
 struct nhi_host_ops {
@@ -54,6 +55,10 @@ struct nhi_host_ops {
 	/* Send one complete link message (header + body, odl_link.h). */
 	void (*cable_tx)(void *opaque, const void *msg, size_t len);
 	void (*log)(void *opaque, int level, const char *msg);
+	/* Optional: call nhi_run_deferred() soon, outside the current
+	 * register access (a QEMU bottom half). Without it, data rings are
+	 * processed synchronously in the doorbell write. */
+	void (*defer)(void *opaque);
 };
 
 /* A controller profile: the data that distinguishes one controller from
@@ -77,6 +82,7 @@ struct nhi_profile {
 	uint16_t nhi_total_buffers;
 	uint16_t ba_max_hi;           /* BUFFER_ALLOC baMaxHI */
 	uint16_t e2e_hold_frames;     /* frames held for a full E2E RX ring */
+	uint8_t irq_throttle;         /* honour REG_INT_THROTTLE (coalescing) */
 };
 
 struct nhi_config {
@@ -117,6 +123,8 @@ void nhi_cable_rx(struct nhi *n, const void *buf, size_t len);
 /* The cable connection opened (true) or closed (false). */
 void nhi_cable_connected(struct nhi *n, bool connected);
 void nhi_timer_fire(struct nhi *n, int timer);
+/* Process work deferred with host_ops.defer (TX doorbells of data rings). */
+void nhi_run_deferred(struct nhi *n);
 /* Function-level / power-on reset of the NHI and the host router. The
  * physical link state (cable) survives. */
 void nhi_reset(struct nhi *n);

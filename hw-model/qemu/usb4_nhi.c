@@ -53,6 +53,9 @@ struct USB4NHIState {
 
     MemoryRegion bar0;
     CharBackend cable;
+    QEMUBH *bh;
+    GByteArray *txbatch;      /* cable output gathered during the BH */
+    bool batching;
     USB4NHITimer timers[NHI_TIMER_COUNT];
     struct nhi *core;
     struct nhi_profile profile;
@@ -133,9 +136,36 @@ static void nhi_q_cable_tx(void *opaque, const void *msg, size_t len)
 {
     USB4NHIState *s = opaque;
 
-    if (qemu_chr_fe_backend_connected(&s->cable)) {
+    if (!qemu_chr_fe_backend_connected(&s->cable)) {
+        return;
+    }
+    if (s->batching) {
+        g_byte_array_append(s->txbatch, msg, len);
+    } else {
         qemu_chr_fe_write_all(&s->cable, msg, len);
     }
+}
+
+/* Doorbells of data rings are processed here, off the vCPU thread, and
+ * their cable output leaves in one write. */
+static void nhi_q_bh(void *opaque)
+{
+    USB4NHIState *s = opaque;
+
+    s->batching = true;
+    nhi_run_deferred(s->core);
+    s->batching = false;
+    if (s->txbatch->len) {
+        qemu_chr_fe_write_all(&s->cable, s->txbatch->data, s->txbatch->len);
+        g_byte_array_set_size(s->txbatch, 0);
+    }
+}
+
+static void nhi_q_defer(void *opaque)
+{
+    USB4NHIState *s = opaque;
+
+    qemu_bh_schedule(s->bh);
 }
 
 static void nhi_q_log(void *opaque, int level, const char *msg)
@@ -159,6 +189,7 @@ static const struct nhi_host_ops nhi_q_ops = {
     .now = nhi_q_now,
     .cable_tx = nhi_q_cable_tx,
     .log = nhi_q_log,
+    .defer = nhi_q_defer,
 };
 
 static void nhi_q_timer_cb(void *opaque)
@@ -316,6 +347,9 @@ static void usb4_nhi_realize(PCIDevice *pdev, Error **errp)
                                           nhi_q_timer_cb, &s->timers[i]);
     }
 
+    s->bh = qemu_bh_new(nhi_q_bh, s);
+    s->txbatch = g_byte_array_new();
+
     memset(&cfg, 0, sizeof(cfg));
     cfg.profile = s->profile;
     cfg.uid = s->uid;
@@ -345,6 +379,14 @@ static void usb4_nhi_exit(PCIDevice *pdev)
     }
     nhi_free(s->core);
     s->core = NULL;
+    if (s->bh) {
+        qemu_bh_delete(s->bh);
+        s->bh = NULL;
+    }
+    if (s->txbatch) {
+        g_byte_array_free(s->txbatch, true);
+        s->txbatch = NULL;
+    }
     msix_uninit_exclusive_bar(pdev);
     msi_uninit(pdev);
 }

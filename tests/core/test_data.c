@@ -355,6 +355,71 @@ START_TEST(e2e_held_frames_drained_in_order)
 }
 END_TEST
 
+static unsigned int defer_calls;
+
+static void count_defer(void *opaque)
+{
+	(void)opaque;
+	defer_calls++;
+}
+
+/* With a defer op, data-ring doorbells are processed later, in one go. */
+START_TEST(tx_doorbell_deferred_to_bottom_half)
+{
+	defer_calls = 0;
+	H.ops.defer = count_defer;
+	h_path_tx(3, 8);
+	h_tx_start(3, TXD, 16, 0);
+	h_clear_records();
+	post_tx(3, 0, 64, 0x11);
+	post_tx(3, 1, 64, 0x22);
+	/* nothing sent, nothing completed yet; one deferral requested */
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 0);
+	ck_assert_uint_eq(h_desc_d8(TXD, 0) & D_COMPLETED, 0);
+	ck_assert_uint_eq(defer_calls, 1);
+	nhi_run_deferred(H.n);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 2);
+	ck_assert_uint_eq(h_desc_d8(TXD, 1) & D_COMPLETED, D_COMPLETED);
+	/* a stopped ring forgets its pending doorbell */
+	post_tx(3, 2, 64, 0x33);
+	ck_assert_uint_eq(defer_calls, 2);
+	h_ring_stop(false, 3);
+	nhi_run_deferred(H.n);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 2);
+	/* the control ring stays synchronous */
+	ck_assert_uint_eq(h_ctl_pending(), 0);
+	ck_assert_uint_eq(h_cfg_read1(2, 0, 0), h_cfg_read1(2, 0, 0));
+	H.ops.defer = NULL;
+}
+END_TEST
+
+/* Credits are returned in batches of a quarter ring, or at once when the
+ * sender is running low. */
+START_TEST(e2e_credits_batched)
+{
+	const unsigned int size = 64;
+	unsigned int before;
+
+	h_rx_start(1, RXD, size, 0, 0, FRAME_MASKS);
+	h_wr(R_RXOPT(1), F_ENABLE | F_E2E | 1u << 12);
+	h_path_rx(8, 1);
+	for (unsigned int i = 0; i < 40; i++)
+		post_rx(1, i);
+	/* one by one while the sender's window is at most a quarter ring
+	 * (17 grants), then 16 more in a single batch; 7 still held back */
+	ck_assert_uint_eq(st()->credits_sent, 33);
+	before = h_msgs_of(ODL_LINK_CREDIT);
+	ck_assert_uint_eq(before, 18);
+	for (unsigned int i = 40; i < 48; i++)
+		post_rx(1, i);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_CREDIT), before);
+	/* the 16th free buffer completes a batch */
+	post_rx(1, 48);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_CREDIT), before + 1);
+	ck_assert_uint_eq(st()->credits_sent, 49);
+}
+END_TEST
+
 Suite *suite_data(void)
 {
 	Suite *s = suite_create("data");
@@ -362,6 +427,8 @@ Suite *suite_data(void)
 
 	tcase_add_checked_fixture(tc, d_setup, h_teardown);
 	tcase_add_test(tc, tx_frame_leaves_on_hop);
+	tcase_add_test(tc, tx_doorbell_deferred_to_bottom_half);
+	tcase_add_test(tc, e2e_credits_batched);
 	tcase_add_test(tc, rx_frame_lands_in_ring);
 	tcase_add_test(tc, rx_no_path_dropped);
 	tcase_add_test(tc, rx_link_down_dropped);

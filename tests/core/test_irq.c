@@ -290,6 +290,57 @@ START_TEST(irq_counts_stat)
 }
 END_TEST
 
+/* Interrupt moderation (profile irq_throttle = 1): one message per vector
+ * per REG_INT_THROTTLE interval; later events coalesce into one message at
+ * the end of the interval. */
+START_TEST(throttle_coalesces_per_vector)
+{
+	struct nhi_profile p;
+
+	h_teardown();
+	h_default_profile(&p);
+	p.irq_throttle = 1;
+	h_setup_profile(&p);
+	h_ctl_start();
+	for (unsigned int v = 0; v < 16; v++)  /* as nhi_enable_int_throttling() */
+		h_wr(R_THROTTLE + 4 * v, 500);
+	ck_assert_uint_eq(h_rd(R_THROTTLE), 500);
+	H.now = 1000000;
+	memset(H.irq_count, 0, sizeof(H.irq_count));
+	roundtrip();
+	ck_assert_uint_eq(H.irq_count[0], 1);
+	ck_assert_uint_eq(H.irq_count[1], 1);
+	/* two more round trips inside the window: no new messages yet */
+	request_only();
+	request_only();
+	ck_assert_uint_eq(H.irq_count[0], 1);
+	ck_assert_uint_eq(H.irq_count[1], 1);
+	ck_assert(H.timer_armed[NHI_TIMER_IRQ0 + 0]);
+	ck_assert_int_eq(H.timer_deadline[NHI_TIMER_IRQ0 + 1], 1000000 + 500 * 256);
+	/* end of the window: exactly one coalesced message per vector */
+	h_advance(500 * 256);
+	ck_assert_uint_eq(H.irq_count[0], 2);
+	ck_assert_uint_eq(H.irq_count[1], 2);
+	/* after a quiet interval the next event fires at once */
+	h_advance(500 * 256);
+	roundtrip();
+	ck_assert_uint_eq(H.irq_count[1], 3);
+}
+END_TEST
+
+/* Without irq_throttle (generic profile) every event fires immediately. */
+START_TEST(throttle_off_fires_every_event)
+{
+	h_ctl_start();
+	H.now = 1000000;
+	memset(H.irq_count, 0, sizeof(H.irq_count));
+	roundtrip();
+	roundtrip();
+	roundtrip();
+	ck_assert_uint_eq(H.irq_count[1], 3);
+}
+END_TEST
+
 Suite *suite_irq(void)
 {
 	Suite *s = suite_create("irq");
@@ -303,6 +354,8 @@ Suite *suite_irq(void)
 	tcase_add_test(tc, status_read_to_clear);
 	tcase_add_test(tc, dma_misc_auto_clear_on_signal);
 	tcase_add_test(tc, ivr_selects_vector);
+	tcase_add_test(tc, throttle_coalesces_per_vector);
+	tcase_add_test(tc, throttle_off_fires_every_event);
 	tcase_add_test(tc, ivr_data_rings);
 	tcase_add_test(tc, masked_event_latched_signalled_once);
 	tcase_add_test(tc, masked_several_events_one_message);
