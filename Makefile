@@ -24,6 +24,9 @@ all: unit
 deps:
 	@bash $(TOP)/ci/deps.sh
 
+# unit tests need Check, lcov and python3 from Debian: install them first
+unit coverage: deps
+
 include $(wildcard $(TOP)/mk/*.mk)
 
 test: unit sim-test
