@@ -54,8 +54,8 @@ $(eval $(call unit_variant,core-cov,-O0 --coverage))
 
 .PHONY: unit unit-core unit-core-asan coverage-core \
         unit-core-gen-check
-unit: unit-core unit-core-asan unit-sim
-coverage: coverage-core
+unit: unit-core unit-core-asan unit-sim unit-userlib unit-rccl
+coverage: coverage-core coverage-userlib
 
 unit-core-gen-check:
 	python3 $(TOP)/tools/gen-profiles --check

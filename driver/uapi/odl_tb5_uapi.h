@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: (GPL-2.0-only WITH Linux-syscall-note) OR MIT */
+/*
+ * odl_tb5 - userspace ABI of the OdinLink Thunderbolt/USB4 DMA channel.
+ *
+ * One character device /dev/odl_tb5_N exists per connected peer host.
+ * N is stable for a peer UUID while the module stays loaded.
+ *
+ * Call sequence
+ * -------------
+ *   fd = open("/dev/odl_tb5_0", O_RDWR);
+ *   ODL_TB5_IOC_GET_INFO      ABI version, peer/local UUID, link, limits
+ *   ODL_TB5_IOC_BUF_SETUP     once per open file: the driver allocates
+ *                             tx_count TX and rx_count RX buffers of
+ *                             tx_buf_size / rx_buf_size bytes (default:
+ *                             two per direction, a double buffer) and
+ *                             returns each buffer's mmap offset
+ *   mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset[i])
+ *   ODL_TB5_IOC_BIND          claim a local port (1..ODL_TB5_MAX_PORT);
+ *                             messages sent to that port land in this file
+ *   ODL_TB5_IOC_RECV          post receive buffers (buffer, offset, capacity)
+ *   ODL_TB5_IOC_SEND          send a region of a TX buffer (or of an
+ *                             imported DMA-buf) to a port on the peer
+ *   poll()/ODL_TB5_IOC_POLL_CQ  wait for and fetch completions
+ *   ODL_TB5_IOC_GET_STATS     counters of the device
+ *   close(fd)                 outstanding work is cancelled, buffers freed
+ *
+ * mmap layout
+ * -----------
+ * The buffers of one open file form a single area of page-aligned buffers:
+ * buffer ids 0 .. tx_count-1 are TX buffers, tx_count ..
+ * tx_count+rx_count-1 are RX buffers, laid out in id order. BUF_SETUP
+ * returns the mmap offset of every buffer in offset[]; offset[0] is 0.
+ * Any page-aligned range inside the area may be mapped; one mmap of
+ * mmap_len bytes at offset 0 maps all of them. The area belongs to the
+ * open file: another open of the device (in the same or another process)
+ * gets its own area and cannot map this one.
+ *
+ * Versioning
+ * ----------
+ * ODL_TB5_ABI_MAJOR changes only on an incompatible change (never so far).
+ * ODL_TB5_ABI_MINOR grows when fields are appended to a struct or ioctls
+ * are added. Every struct starts with __u32 size = the caller's sizeof.
+ * The driver accepts a size between the struct's ABI 1.0 size
+ * (ODL_TB5_*_SIZE_VER0) and its own; a larger size is accepted only if
+ * all bytes beyond the driver's struct are zero (else -E2BIG). Missing
+ * input fields read as zero; output is written up to the caller's size.
+ * The ioctl command is matched on type and number only, so a struct that
+ * grew keeps its command. All reserved fields and unknown flag bits must be
+ * zero (else -EINVAL). Full rules: docs/uapi.md.
+ */
+#ifndef _UAPI_ODL_TB5_UAPI_H
+#define _UAPI_ODL_TB5_UAPI_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define ODL_TB5_ABI_MAJOR	1
+#define ODL_TB5_ABI_MINOR	0
+
+#define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
+#define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
+#define ODL_TB5_MAX_PORT	255		/* ports 1..255; 0 is invalid */
+#define ODL_TB5_MAX_BUFS_PER_DIR	8
+#define ODL_TB5_MAX_BUFS	(2 * ODL_TB5_MAX_BUFS_PER_DIR)
+#define ODL_TB5_MAX_BUF_SIZE	(64u << 20)	/* per buffer */
+#define ODL_TB5_MAX_AREA_SIZE	(256u << 20)	/* all buffers of a file */
+#define ODL_TB5_DEFAULT_BUF_SIZE	(4u << 20)
+#define ODL_TB5_MAX_OUTSTANDING	256	/* sends, and receives, per file */
+#define ODL_TB5_MAX_DMABUFS	16	/* imported DMA-bufs per file */
+
+/* odl_tb5_info.state */
+#define ODL_TB5_STATE_DISCONNECTED	0	/* peer known, not logged in */
+#define ODL_TB5_STATE_CONNECTED		1	/* logged in, paths up */
+
+/* odl_tb5_info.features: negotiated with the peer */
+#define ODL_TB5_FEAT_E2E	(1ull << 0)	/* end-to-end flow control */
+
+struct odl_tb5_info {
+	__u32 size;
+	__u16 abi_major;		/* out: ODL_TB5_ABI_MAJOR */
+	__u16 abi_minor;		/* out: ODL_TB5_ABI_MINOR */
+	__u8 peer_uuid[16];		/* out: peer host's XDomain UUID */
+	__u8 local_uuid[16];		/* out: this host's UUID */
+	__u32 state;			/* out: ODL_TB5_STATE_* */
+	__u32 dev_index;		/* out: N of /dev/odl_tb5_N */
+	__u32 link_speed_gbps;		/* out: per lane, 0 if unknown */
+	__u32 link_lanes;		/* out: lanes (link width) */
+	__u32 tx_ring_size;		/* out: descriptors */
+	__u32 rx_ring_size;		/* out: descriptors */
+	__u32 frame_size;		/* out: ODL_TB5_FRAME_SIZE */
+	__u32 max_msg_size;		/* out: largest SEND length */
+	__u32 proto_version;		/* out: negotiated wire protocol */
+	__u32 generation;		/* out: +1 on every (re)login */
+	__u64 features;			/* out: ODL_TB5_FEAT_* */
+	__u32 bound_port;		/* out: this file's port, 0 if none */
+	__u32 buf_count;		/* out: buffers set up by this file */
+	__u64 reserved[4];		/* out: zero */
+};
+
+#define ODL_TB5_BUF_DEFAULT	0	/* count/size 0: use the default */
+
+struct odl_tb5_buf_setup {
+	__u32 size;
+	__u32 flags;			/* in: 0 */
+	__u32 tx_count;			/* in: 0 (=2) .. MAX_BUFS_PER_DIR */
+	__u32 rx_count;			/* in: 0 (=2) .. MAX_BUFS_PER_DIR */
+	__u64 tx_buf_size;		/* in: 0 (=4 MiB) or page multiple */
+	__u64 rx_buf_size;		/* in: 0 (=4 MiB) or page multiple */
+	__u64 mmap_len;			/* out: size of the whole area */
+	__u64 offset[ODL_TB5_MAX_BUFS];	/* out: mmap offset of buffer id i */
+	__u64 buf_len[ODL_TB5_MAX_BUFS];/* out: length of buffer id i */
+};
+
+struct odl_tb5_bind {
+	__u32 size;
+	__u32 port;			/* in: 1..ODL_TB5_MAX_PORT */
+	__u32 flags;			/* in: 0 */
+	__u32 reserved;			/* in: 0 */
+};
+
+/* flags of odl_tb5_send and odl_tb5_recv */
+#define ODL_TB5_F_DMABUF	(1u << 0)	/* buf_id is a DMA-buf handle */
+
+struct odl_tb5_send {
+	__u32 size;
+	__u32 flags;			/* in: ODL_TB5_F_* */
+	__u32 buf_id;			/* in: TX buffer id or DMA-buf handle */
+	__u32 dst_port;			/* in: port on the peer, 1..MAX_PORT */
+	__u64 offset;			/* in: byte offset in the buffer */
+	__u64 length;			/* in: 1..max_msg_size */
+	__u64 cookie;			/* in: returned in the completion */
+};
+
+struct odl_tb5_recv {
+	__u32 size;
+	__u32 flags;			/* in: ODL_TB5_F_* */
+	__u32 buf_id;			/* in: RX buffer id or DMA-buf handle */
+	__u32 reserved;			/* in: 0 */
+	__u64 offset;			/* in: byte offset in the buffer */
+	__u64 capacity;			/* in: 1..; bytes available */
+	__u64 cookie;			/* in: returned in the completion */
+};
+
+/* odl_tb5_completion.type */
+#define ODL_TB5_COMP_SEND	1	/* a SEND finished (status 0: on the wire) */
+#define ODL_TB5_COMP_RECV	2	/* a posted RECV got a message or error */
+#define ODL_TB5_COMP_EVENT	3	/* no cookie: link event or lost message */
+
+/* odl_tb5_completion.flags */
+#define ODL_TB5_CF_LINK_UP	(1u << 0)	/* EVENT: peer logged in */
+#define ODL_TB5_CF_LINK_DOWN	(1u << 1)	/* EVENT: peer gone/relogged */
+#define ODL_TB5_CF_MSG_LOST	(1u << 2)	/* EVENT: message lost, port unknown */
+
+/*
+ * Completion entry. Errors (status < 0): -ECONNRESET link went down before
+ * the work finished; -EBADMSG message corrupt (bad header, length or
+ * offset); -EPROTO frame sequence gap (lost frames); -EIO descriptor error
+ * (CRC/overrun); -EMSGSIZE message larger than the posted capacity;
+ * -ECANCELED file closing. A RECV with status < 0 never carries data.
+ */
+struct odl_tb5_completion {
+	__u64 cookie;
+	__u32 type;			/* ODL_TB5_COMP_* */
+	__s32 status;			/* 0 or -errno */
+	__u64 length;			/* bytes sent / received */
+	__u32 src_port;			/* RECV: sender's port */
+	__u32 flags;			/* ODL_TB5_CF_* */
+};
+
+struct odl_tb5_poll_cq {
+	__u32 size;
+	__u32 max_entries;		/* in: 1..1024 entries at entries_ptr */
+	__u64 entries_ptr;		/* in: user pointer to an array */
+	__u32 entry_size;		/* in: sizeof(struct odl_tb5_completion) */
+	__s32 timeout_ms;		/* in: 0 no wait, -1 forever, else ms */
+	__u32 count;			/* out: entries written */
+	__u32 reserved;			/* in: 0 */
+};
+
+/* odl_tb5_stats.flags */
+#define ODL_TB5_STATS_RESET	(1u << 0)	/* in: zero after reading */
+
+struct odl_tb5_stats {
+	__u32 size;
+	__u32 flags;			/* in: ODL_TB5_STATS_* */
+	__u64 tx_msgs;
+	__u64 tx_bytes;
+	__u64 tx_frames;
+	__u64 rx_msgs;
+	__u64 rx_bytes;
+	__u64 rx_frames;
+	__u64 seq_errors;		/* frame sequence gaps */
+	__u64 len_errors;		/* bad length/offset/header */
+	__u64 desc_errors;		/* RX descriptor CRC/overrun flags */
+	__u64 drops;			/* messages with nowhere to go */
+	__u64 credit_stalls;		/* TX found the ring full */
+	__u64 link_resets;		/* logins after the first, logouts */
+	__u64 logins;
+	__u64 reserved[7];
+};
+
+/* odl_tb5_dmabuf_import.flags */
+#define ODL_TB5_DMABUF_TX	(1u << 0)	/* may be a SEND source */
+#define ODL_TB5_DMABUF_RX	(1u << 1)	/* may be a RECV target */
+
+struct odl_tb5_dmabuf_import {
+	__u32 size;
+	__s32 fd;			/* in: DMA-buf file descriptor */
+	__u32 flags;			/* in: ODL_TB5_DMABUF_*, at least one */
+	__u32 handle;			/* out: for ODL_TB5_F_DMABUF */
+	__u64 length;			/* out: size of the DMA-buf */
+};
+
+struct odl_tb5_dmabuf_release {
+	__u32 size;
+	__u32 handle;			/* in: from DMABUF_IMPORT */
+};
+
+#define ODL_TB5_IOC_MAGIC	0xB5
+
+#define ODL_TB5_IOC_GET_INFO	_IOWR(ODL_TB5_IOC_MAGIC, 0x00, struct odl_tb5_info)
+#define ODL_TB5_IOC_BUF_SETUP	_IOWR(ODL_TB5_IOC_MAGIC, 0x01, struct odl_tb5_buf_setup)
+#define ODL_TB5_IOC_BIND	_IOWR(ODL_TB5_IOC_MAGIC, 0x02, struct odl_tb5_bind)
+#define ODL_TB5_IOC_SEND	_IOWR(ODL_TB5_IOC_MAGIC, 0x03, struct odl_tb5_send)
+#define ODL_TB5_IOC_RECV	_IOWR(ODL_TB5_IOC_MAGIC, 0x04, struct odl_tb5_recv)
+#define ODL_TB5_IOC_POLL_CQ	_IOWR(ODL_TB5_IOC_MAGIC, 0x05, struct odl_tb5_poll_cq)
+#define ODL_TB5_IOC_GET_STATS	_IOWR(ODL_TB5_IOC_MAGIC, 0x06, struct odl_tb5_stats)
+#define ODL_TB5_IOC_DMABUF_IMPORT \
+	_IOWR(ODL_TB5_IOC_MAGIC, 0x07, struct odl_tb5_dmabuf_import)
+#define ODL_TB5_IOC_DMABUF_RELEASE \
+	_IOWR(ODL_TB5_IOC_MAGIC, 0x08, struct odl_tb5_dmabuf_release)
+
+/* sizes in ABI 1.0: the smallest size the driver accepts */
+#define ODL_TB5_INFO_SIZE_VER0		128
+#define ODL_TB5_BUF_SETUP_SIZE_VER0	296
+#define ODL_TB5_BIND_SIZE_VER0		16
+#define ODL_TB5_SEND_SIZE_VER0		40
+#define ODL_TB5_RECV_SIZE_VER0		40
+#define ODL_TB5_COMPLETION_SIZE_VER0	32
+#define ODL_TB5_POLL_CQ_SIZE_VER0	32
+#define ODL_TB5_STATS_SIZE_VER0		168
+#define ODL_TB5_DMABUF_IMPORT_SIZE_VER0	24
+#define ODL_TB5_DMABUF_RELEASE_SIZE_VER0	8
+
+#ifndef __KERNEL__
+#define ODL_TB5_SIZE_CHECK_(t, n) \
+	_Static_assert(sizeof(struct t) == (n), #t " size changed")
+ODL_TB5_SIZE_CHECK_(odl_tb5_info, ODL_TB5_INFO_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_buf_setup, ODL_TB5_BUF_SETUP_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_bind, ODL_TB5_BIND_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_send, ODL_TB5_SEND_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_recv, ODL_TB5_RECV_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_completion, ODL_TB5_COMPLETION_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_poll_cq, ODL_TB5_POLL_CQ_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_stats, ODL_TB5_STATS_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_import, ODL_TB5_DMABUF_IMPORT_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_release, ODL_TB5_DMABUF_RELEASE_SIZE_VER0);
+#undef ODL_TB5_SIZE_CHECK_
+#endif
+
+#endif /* _UAPI_ODL_TB5_UAPI_H */

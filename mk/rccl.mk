@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: MIT
+# rccl/: the OdinLink RCCL/NCCL net plugin, its stats reader and the
+# conformance harness. Included by the top-level Makefile (TOP, BUILD, CC,
+# CFLAGS_COMMON).
+#
+#   make rccl        $(BUILD)/rccl/librccl-net-odl_tb5.so (+ libnccl-net-odl_tb5.so
+#                    beside it), odl_tb5_rccl_stats, netconf
+#   make unit-rccl   ABI/export checks, loader test in a fresh process, the
+#                    conformance harness over libodl_tb5's shm backend (API v7
+#                    and v10), then again with the plugin and harness under
+#                    ASan/UBSan
+#
+# libodl_tb5 is compiled into the plugin (static, symbols kept private by
+# rccl/src/exports.map), so the plugin has no run-time dependency besides libc.
+# Across two VMs: copy $(BUILD)/rccl/{librccl-net-odl_tb5.so,netconf} to both,
+# then `ODL_TB5_DEVICE=0 NCCL_NET_PLUGIN=odl_tb5 LD_LIBRARY_PATH=DIR netconf
+# --rank 0 --oob-listen 29500` on one and `--rank 1 --oob-connect HOST:29500`
+# on the other.
+
+RCCL_DIR      := $(TOP)/rccl
+RCCL_OUT      := $(BUILD)/rccl
+RCCL_UL_SRCS  := $(sort $(wildcard $(TOP)/userlib/*.c))
+RCCL_UL_INC   := -I$(TOP)/userlib/include -I$(TOP)/userlib -I$(TOP)/driver/uapi
+RCCL_HDRS     := $(wildcard $(RCCL_DIR)/include/*.h) $(wildcard $(TOP)/userlib/*.h) \
+                 $(wildcard $(TOP)/userlib/include/odl_tb5/*.h) $(TOP)/mk/rccl.mk
+RCCL_CFLAGS   := $(CFLAGS_COMMON) -I$(RCCL_DIR)/include $(RCCL_UL_INC)
+RCCL_SO_FLAGS := -shared -fPIC -fvisibility=hidden \
+                 -Wl,--version-script=$(RCCL_DIR)/src/exports.map -Wl,-z,defs \
+                 -Wl,-z,now
+RCCL_SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer \
+                 -fno-sanitize-recover=all
+RCCL_SO_NAME  := librccl-net-odl_tb5.so
+RCCL_SO       := $(RCCL_OUT)/$(RCCL_SO_NAME)
+RCCL_SO_NCCL  := $(RCCL_OUT)/libnccl-net-odl_tb5.so
+RCCL_STATS    := $(RCCL_OUT)/odl_tb5_rccl_stats
+RCCL_NETCONF  := $(RCCL_OUT)/netconf
+RCCL_ASAN_OUT := $(RCCL_OUT)/asan
+# Tests: how long the harness may run, the stats file they use.
+RCCL_TIMEOUT  ?= 600
+RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
+
+.PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan
+
+rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF)
+
+# plugin(out dir, extra flags)
+define rccl_plugin
+$(1)/$(RCCL_SO_NAME): $(RCCL_DIR)/src/plugin.c $(RCCL_UL_SRCS) $(RCCL_DIR)/src/exports.map $(RCCL_HDRS)
+	@mkdir -p $$(@D)
+	$(CC) $(RCCL_CFLAGS) $(2) $(RCCL_SO_FLAGS) -o $$@ $(RCCL_DIR)/src/plugin.c \
+	  $(RCCL_UL_SRCS) -lpthread
+$(1)/libnccl-net-odl_tb5.so: $(1)/$(RCCL_SO_NAME)
+	ln -sf $(RCCL_SO_NAME) $$@
+# the harness carries a RUNPATH to the plugin directory, the way an installed
+# libnccl/librccl finds a plugin placed beside it
+$(1)/netconf: $(RCCL_DIR)/tests/netconf.c $(RCCL_HDRS)
+	@mkdir -p $$(@D)
+	$(CC) $(RCCL_CFLAGS) $(2) -o $$@ $$< -Wl,-rpath,$(1) -ldl -lpthread
+endef
+$(eval $(call rccl_plugin,$(RCCL_OUT),))
+$(eval $(call rccl_plugin,$(RCCL_ASAN_OUT),$(RCCL_SAN)))
+
+$(RCCL_STATS): $(RCCL_DIR)/tools/odl_tb5_rccl_stats.c $(RCCL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(RCCL_CFLAGS) -o $@ $<
+
+$(RCCL_OUT)/abi_check: $(RCCL_DIR)/tests/abi_check.c $(RCCL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(RCCL_CFLAGS) -pedantic -o $@ $<
+
+unit-rccl: unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan
+
+# ABI: the header's _Static_asserts compiled (C11 -pedantic), sizes printed;
+# exported dynamic symbols are exactly the four tables.
+unit-rccl-abi: $(RCCL_OUT)/abi_check $(RCCL_SO)
+	$(RCCL_OUT)/abi_check
+	@syms=$$(nm -D --defined-only $(RCCL_SO) | awk '$$2 ~ /[A-Za-z]/ {print $$3}' | sort | tr '\n' ' '); \
+	 want="ncclNetPlugin_v10 ncclNetPlugin_v7 ncclNetPlugin_v8 ncclNetPlugin_v9 "; \
+	 if [ "$$syms" != "$$want" ]; then echo "unit-rccl-abi: exports: $$syms (want $$want)" >&2; exit 1; fi; \
+	 echo "unit-rccl-abi: exports $$syms"
+
+# Loader rules in fresh processes with only NCCL_NET_PLUGIN set (the harness's
+# RUNPATH plays libnccl's): RCCL name, NCCL name, file name given verbatim.
+unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
+	env -i NCCL_NET_PLUGIN=odl_tb5 $(RCCL_NETCONF) --load-only --flavour rccl
+	env -i NCCL_NET_PLUGIN=odl_tb5 $(RCCL_NETCONF) --load-only --flavour nccl --api 7
+	env -i NCCL_NET_PLUGIN=$(RCCL_SO_NAME) $(RCCL_NETCONF) --load-only --flavour rccl
+	@if env -i NCCL_NET_PLUGIN=ODL_TB5 $(RCCL_NETCONF) --load-only >/dev/null 2>&1; then \
+	   echo "unit-rccl-load: wrong-case suffix ODL_TB5 loaded (names are case-sensitive)" >&2; exit 1; \
+	 else echo "ok - wrong-case NCCL_NET_PLUGIN=ODL_TB5 is not found (as with NCCL/RCCL)"; fi
+
+# Two ranks (two processes) over the shm backend, v7 then v10 tables.
+unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
+	@rm -rf $(dir $(RCCL_TEST_STATS)) && mkdir -p $(dir $(RCCL_TEST_STATS))
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
+	  $(RCCL_NETCONF) --api 7 --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
+	  $(RCCL_NETCONF) --api 10 --flavour nccl --max-size 16777216 --timeout $(RCCL_TIMEOUT)
+	$(RCCL_STATS) $(RCCL_TEST_STATS)
+	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
+	  assert s["tx_bytes"] > 2*64*2**20 and s["rx_bytes"] == s["tx_bytes"], s; \
+	  assert s["procs_attached"] == 0 and s["inits"] == 4 and s["err_truncated"] >= 4, s; \
+	  print("ok - statistics file consistent")'
+
+# (LD_LIBRARY_PATH: under ASan dlopen is intercepted by libasan, whose
+# RUNPATH, not the harness's, is then "the caller's")
+unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off LD_LIBRARY_PATH=$(RCCL_ASAN_OUT) \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(RCCL_ASAN_OUT)/netconf --api 7 --max-size 16777216 --timeout $(RCCL_TIMEOUT)

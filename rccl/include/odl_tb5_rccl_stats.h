@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * odl_tb5_rccl_stats.h - statistics of the OdinLink RCCL/NCCL net plugin,
+ * published in a shared-memory file (default /run/odl_tb5/rccl_stats,
+ * overridden by the environment variable ODL_TB5_RCCL_STATS; an empty value
+ * or "off" disables publication).
+ *
+ * The file holds one struct odl_tb5_rccl_stats, shared by every process on
+ * the host that has the plugin loaded: counters are added with atomic
+ * read-modify-write operations (readers should load each 64-bit field
+ * atomically, e.g. __atomic_load_n(..., __ATOMIC_RELAXED)).
+ *
+ * Versioning: `magic` identifies the file, `version` is bumped only for
+ * incompatible changes, new fields are appended and `size` grows (readers
+ * use the fields that fit in `size`). Publication is best effort: failing to
+ * create the file never fails the plugin.
+ */
+#ifndef ODL_TB5_RCCL_STATS_H
+#define ODL_TB5_RCCL_STATS_H
+
+#include <stdint.h>
+
+#define ODL_TB5_RCCL_STATS_PATH "/run/odl_tb5/rccl_stats"
+#define ODL_TB5_RCCL_STATS_ENV "ODL_TB5_RCCL_STATS"
+#define ODL_TB5_RCCL_STATS_MAGIC 0x53545452354c444fULL /* "ODL5RTTS" little-endian */
+#define ODL_TB5_RCCL_STATS_VERSION 1u
+
+struct odl_tb5_rccl_stats {
+	uint64_t magic;		 /* ODL_TB5_RCCL_STATS_MAGIC, written last at creation */
+	uint32_t version;	 /* ODL_TB5_RCCL_STATS_VERSION */
+	uint32_t size;		 /* sizeof(struct odl_tb5_rccl_stats) of the creator */
+	uint64_t created_ns;	 /* CLOCK_REALTIME at creation: uptime = now - created_ns */
+	uint64_t last_init_ns;	 /* CLOCK_REALTIME of the latest plugin init on the host */
+	uint32_t procs_attached; /* processes with the plugin loaded and initialised */
+	uint32_t last_pid;	 /* pid of the latest init */
+	uint64_t inits;		 /* successful plugin inits */
+
+	/* traffic: payload bytes handed to / received from the link */
+	uint64_t tx_bytes;
+	uint64_t rx_bytes;
+	uint64_t tx_msgs;	/* sends completed (isend requests done) */
+	uint64_t rx_msgs;	/* receive entries completed */
+
+	/* operation counts (successful calls that created an object/request) */
+	uint64_t op_listen;
+	uint64_t op_connect;	/* send comms established */
+	uint64_t op_accept;	/* recv comms established */
+	uint64_t op_isend;
+	uint64_t op_irecv;
+	uint64_t op_iflush;
+	uint64_t op_test;
+	uint64_t op_regmr;
+	uint64_t op_deregmr;
+	uint64_t op_close;	/* closeSend + closeRecv + closeListen */
+	uint64_t null_requests;	/* isend/irecv answered with a NULL request */
+
+	/* errors */
+	uint64_t errors;	/* every call returning an error code */
+	uint64_t err_bad_args;	/* NULL/invalid comm, request, device, handle */
+	uint64_t err_truncated;	/* messages larger than the posted receive */
+	uint64_t err_link;	/* link/library failures, peer resets */
+
+	uint64_t reserved[16];
+};
+
+_Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");
+
+#endif /* ODL_TB5_RCCL_STATS_H */

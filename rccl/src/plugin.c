@@ -1,0 +1,1778 @@
+// SPDX-License-Identifier: MIT
+/*
+ * OdinLink RCCL/NCCL net plugin over libodl_tb5.
+ *
+ * One plugin "device" per libodl_tb5 endpoint (one per connected peer: a
+ * kernel /dev/odl_tb5_N, or a shm device named by ODL_TB5_DEVICE). All
+ * comms to that peer are multiplexed over one endpoint (port
+ * ODL_TB5_RCCL_PORT, default 78) with a small wire protocol (see
+ * docs/net-plugin.md):
+ *
+ *   CONN/ACK/REJ   connection set-up (listen id + nonce from the handle)
+ *   CTS            the receiver posted a (grouped) receive: seq, n, tags, sizes
+ *   DATA           a chunk of one send, addressed (recv comm, seq, idx, off)
+ *   DERR           the matching send was larger than the receive
+ *   CLOSE          a comm went away
+ *
+ * Data moves only after the receiver's CTS, so every DATA chunk has a
+ * destination buffer; sends are matched to CTS entries in posting order by
+ * tag (FIFO per comm). Messages are staged through buffers allocated from
+ * the library (bounce buffers: one copy on each side).
+ *
+ * Locking: dev->mu protects all state of a device and its comms; dev->poll_mu
+ * serialises "reap completions + process them" so that messages are handled
+ * in channel order. Order: poll_mu before mu. A progress thread per device
+ * sleeps in odl_tb5_poll(); test() also progresses opportunistically.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "odl_nccl_net.h"
+#include "odl_tb5/odl_tb5.h"
+#include "odl_tb5_rccl_stats.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define PLUGIN_NAME "odl_tb5"
+#define MAX_DEVS 16
+#define MAX_RECVS 8
+#define RECV_REQS NCCL_NET_MAX_REQUESTS
+#define SEND_REQS (NCCL_NET_MAX_REQUESTS * MAX_RECVS)
+#define CTS_RING 64
+#define MAX_COMMS 1024
+#define DEFAULT_PORT 78 /* 'N': keeps clear of odl_tb5_cli's default port 1 */
+#define DEFAULT_CHUNK (256u << 10)
+#define DEFAULT_NTX 16
+#define DEFAULT_NRX 32
+
+#define COMM_MAGIC 0x4f444c43u /* "ODLC" */
+#define REQ_MAGIC 0x4f444c52u  /* "ODLR" */
+#define MR_MAGIC 0x4f444c4du   /* "ODLM" */
+#define HANDLE_MAGIC 0x354254444c4f4e48ULL
+#define HANDLE_VERSION 1u
+#define WIRE_MAGIC 0x4f35u
+
+/* ------------------------------------------------------------------ */
+/* logging and stats */
+
+static ncclDebugLogger_t g_log;
+static int g_debug_stderr = -1;
+
+#define LOG(lvl, fmt, ...) plog(lvl, __func__, __LINE__, fmt, ##__VA_ARGS__)
+#define WARN(fmt, ...) LOG(NCCL_LOG_WARN, fmt, ##__VA_ARGS__)
+#define INFO(fmt, ...) LOG(NCCL_LOG_INFO, fmt, ##__VA_ARGS__)
+
+__attribute__((format(printf, 4, 5))) static void plog(ncclDebugLogLevel lvl, const char *fn,
+							int line, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (g_log) {
+		g_log(lvl, NCCL_NET | NCCL_INIT, fn, line, "NET/" PLUGIN_NAME ": %s", msg);
+		return;
+	}
+	if (g_debug_stderr < 0) {
+		const char *e = getenv("ODL_TB5_RCCL_DEBUG");
+		g_debug_stderr = e && *e && strcmp(e, "0") != 0;
+	}
+	if (g_debug_stderr)
+		fprintf(stderr, "[%d] NET/" PLUGIN_NAME " %s: %s\n", (int)getpid(),
+			lvl == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+}
+
+static struct odl_tb5_rccl_stats g_stats_dummy;
+static struct odl_tb5_rccl_stats *g_stats = &g_stats_dummy;
+static bool g_stats_mapped;
+
+#define STAT_ADD(f, v) __atomic_fetch_add(&g_stats->f, (uint64_t)(v), __ATOMIC_RELAXED)
+
+static uint64_t now_ns(int clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static ncclResult_t fail(ncclResult_t r)
+{
+	STAT_ADD(errors, 1);
+	if (r == ncclInternalError || r == ncclInvalidArgument)
+		STAT_ADD(err_bad_args, 1);
+	else if (r == ncclSystemError || r == ncclRemoteError)
+		STAT_ADD(err_link, 1);
+	return r;
+}
+
+static void mkdir_p(const char *path)
+{
+	char tmp[512];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(tmp))
+		return;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = 0;
+			mkdir(tmp, 0755);
+			*p = '/';
+		}
+	}
+}
+
+static void stats_open(void)
+{
+	const char *path = getenv(ODL_TB5_RCCL_STATS_ENV);
+	struct odl_tb5_rccl_stats *s;
+	struct stat st;
+	int fd;
+
+	if (g_stats_mapped)
+		return;
+	if (!path)
+		path = ODL_TB5_RCCL_STATS_PATH;
+	if (!*path || strcmp(path, "off") == 0)
+		return;
+	mkdir_p(path);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		INFO("statistics file %s: %s (statistics not published)", path, strerror(errno));
+		return;
+	}
+	if (flock(fd, LOCK_EX) != 0 || fstat(fd, &st) != 0)
+		goto out;
+	if ((size_t)st.st_size < sizeof(*s) && ftruncate(fd, sizeof(*s)) != 0)
+		goto out;
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s == MAP_FAILED)
+		goto out;
+	if (s->magic != ODL_TB5_RCCL_STATS_MAGIC || s->version != ODL_TB5_RCCL_STATS_VERSION ||
+	    s->size < sizeof(*s)) {
+		memset(s, 0, sizeof(*s));
+		s->version = ODL_TB5_RCCL_STATS_VERSION;
+		s->size = sizeof(*s);
+		s->created_ns = now_ns(CLOCK_REALTIME);
+		__atomic_store_n(&s->magic, ODL_TB5_RCCL_STATS_MAGIC, __ATOMIC_RELEASE);
+	}
+	g_stats = s;
+	g_stats_mapped = true;
+	__atomic_store_n(&s->last_init_ns, now_ns(CLOCK_REALTIME), __ATOMIC_RELAXED);
+	__atomic_store_n(&s->last_pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->procs_attached, 1, __ATOMIC_RELAXED);
+	STAT_ADD(inits, 1);
+	INFO("statistics published in %s", path);
+out:
+	flock(fd, LOCK_UN);
+	close(fd);
+}
+
+static void stats_close(void)
+{
+	if (!g_stats_mapped)
+		return;
+	__atomic_fetch_sub(&g_stats->procs_attached, 1, __ATOMIC_RELAXED);
+	munmap(g_stats, sizeof(*g_stats));
+	g_stats = &g_stats_dummy;
+	g_stats_mapped = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* wire format */
+
+enum {
+	M_CONN = 1,
+	M_ACK,
+	M_REJ,
+	M_CTS,
+	M_DATA,
+	M_DERR,
+	M_CLOSE,
+};
+
+struct wire_hdr {
+	uint16_t magic;
+	uint16_t type;
+	uint32_t dst; /* comm id at the receiver of this message */
+	uint32_t src; /* comm id at the sender of this message */
+	uint32_t seq;
+	uint32_t idx; /* DATA/DERR: entry; CTS: n */
+	uint32_t len; /* payload bytes following the header */
+	uint64_t off;
+	uint64_t total;
+	uint64_t nonce;
+};
+_Static_assert(sizeof(struct wire_hdr) == 48, "wire header");
+
+struct wire_cts_ent {
+	int32_t tag;
+	uint32_t pad;
+	uint64_t size;
+};
+
+/* connection handle (copied by value to the peer through NCCL's bootstrap) */
+struct odl_handle {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t len;	       /* sizeof(struct odl_handle) */
+	uint64_t instance;     /* listener process instance */
+	uint8_t listener_uuid[16];
+	uint32_t port;
+	uint32_t listen_id;
+	uint64_t listen_nonce;
+	/* connector-side stage area, written by connect() on its own copy */
+	uint64_t stage_cookie;
+	uint64_t stage_comm;
+	uint8_t pad[40];
+};
+_Static_assert(sizeof(struct odl_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle fits NCCL's 128 B");
+
+/* ------------------------------------------------------------------ */
+/* objects */
+
+enum comm_kind { K_LISTEN = 1, K_SEND, K_RECV };
+enum comm_state { S_PENDING = 0, S_READY, S_PEER_CLOSED, S_FAILED };
+
+struct odlp_dev;
+struct odlp_comm;
+
+struct odlp_req {
+	uint32_t magic;
+	uint8_t in_use, is_send, done, matched;
+	struct odlp_comm *comm;
+	ncclResult_t err;
+	struct odlp_req *qnext; /* pending-send FIFO / active jobs */
+	/* send */
+	const char *sdata;
+	uint64_t ssize, sent, cap;
+	int stag;
+	uint32_t dst_seq, dst_idx;
+	/* recv */
+	int n, ndone;
+	uint32_t seq;
+	char *rdata[MAX_RECVS];
+	uint64_t rcap[MAX_RECVS], rgot[MAX_RECVS], rtotal[MAX_RECVS];
+	int rtag[MAX_RECVS];
+	uint8_t rdone[MAX_RECVS];
+};
+
+struct cts_ent {
+	uint32_t seq;
+	int n;
+	int32_t tag[MAX_RECVS];
+	uint64_t size[MAX_RECVS];
+	uint8_t used[MAX_RECVS];
+};
+
+struct conn_pending {
+	uint32_t peer_id;
+	struct conn_pending *next;
+};
+
+struct odlp_comm {
+	uint32_t magic;
+	enum comm_kind kind;
+	enum comm_state state;
+	uint32_t id, peer_id;
+	struct odlp_dev *dev;
+	struct odlp_comm *next;
+	int nmr;
+	/* listen */
+	uint64_t nonce;
+	struct conn_pending *pend_head, *pend_tail;
+	/* send/recv */
+	struct odlp_req *reqs;
+	int nreqs;
+	uint32_t next_seq;
+	struct odlp_req *sq_head, *sq_tail; /* sends waiting for a CTS */
+	struct cts_ent cts[CTS_RING];
+	int cts_head, cts_count;
+	uint64_t handle_cookie; /* connect(): stage marker */
+};
+
+struct ctrl_msg {
+	struct ctrl_msg *next;
+	struct wire_hdr h;
+	uint8_t payload[MAX_RECVS * sizeof(struct wire_cts_ent)];
+};
+
+struct odlp_dev {
+	int index;
+	char spec[128];
+	char name[128];
+	char pci[256];
+	bool has_pci;
+	uint64_t guid;
+	int speed;
+	float latency;
+	struct odl_tb5_info info;
+	odl_tb5_t *h;
+	pthread_mutex_t mu, poll_mu;
+	bool dead;
+	int dead_err;
+	uint32_t next_id;
+	int ncomms;
+	struct odlp_comm *comms;
+	/* staging */
+	uint32_t slot, ntx, nrx;
+	uint32_t tx_id, rx_id;
+	char *tx_base, *rx_base;
+	uint32_t *tx_free;
+	uint32_t ntx_free;
+	struct ctrl_msg *cq_head, *cq_tail;
+	struct odlp_req *job_head, *job_tail;
+	/* progress thread */
+	pthread_t thr;
+	bool thr_started;
+	volatile int stop;
+};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct odlp_dev g_devs[MAX_DEVS];
+static int g_ndev;
+static bool g_inited;
+static uint64_t g_instance;
+static uint32_t g_port = DEFAULT_PORT;
+
+/* ------------------------------------------------------------------ */
+/* helpers */
+
+static uint64_t rnd64(void)
+{
+	uint64_t v = now_ns(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		uint64_t r;
+
+		if (read(fd, &r, sizeof(r)) == sizeof(r))
+			v ^= r;
+		close(fd);
+	}
+	/* splitmix64 finaliser */
+	v += 0x9e3779b97f4a7c15ULL;
+	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	v = (v ^ (v >> 27)) * 0x94d049bb133111ebULL;
+	return v ^ (v >> 31);
+}
+
+static long env_long(const char *name, long def, long lo, long hi)
+{
+	const char *e = getenv(name);
+	char *end;
+	long v;
+
+	if (!e || !*e)
+		return def;
+	v = strtol(e, &end, 0);
+	if (*end || v < lo || v > hi) {
+		WARN("ignoring %s=%s (range %ld..%ld)", name, e, lo, hi);
+		return def;
+	}
+	return v;
+}
+
+static struct odlp_comm *find_comm(struct odlp_dev *d, uint32_t id)
+{
+	for (struct odlp_comm *c = d->comms; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static void mark_dead(struct odlp_dev *d, int rc)
+{
+	if (d->dead)
+		return;
+	d->dead = true;
+	d->dead_err = rc;
+	WARN("device %s: link failed: %s", d->name, odl_tb5_strerror(rc));
+	for (struct odlp_comm *c = d->comms; c; c = c->next)
+		if (c->state == S_READY || c->state == S_PENDING)
+			c->state = S_FAILED;
+}
+
+/* ------------------------------------------------------------------ */
+/* transmit */
+
+static void queue_ctrl(struct odlp_dev *d, const struct wire_hdr *h, const void *p, uint32_t plen)
+{
+	struct ctrl_msg *m = calloc(1, sizeof(*m));
+
+	if (!m) {
+		mark_dead(d, -ENOMEM);
+		return;
+	}
+	m->h = *h;
+	m->h.magic = WIRE_MAGIC;
+	m->h.len = plen;
+	if (plen)
+		memcpy(m->payload, p, plen);
+	if (d->cq_tail)
+		d->cq_tail->next = m;
+	else
+		d->cq_head = m;
+	d->cq_tail = m;
+}
+
+static void job_push(struct odlp_dev *d, struct odlp_req *r)
+{
+	r->qnext = NULL;
+	if (d->job_tail)
+		d->job_tail->qnext = r;
+	else
+		d->job_head = r;
+	d->job_tail = r;
+}
+
+static void jobs_remove_comm(struct odlp_dev *d, struct odlp_comm *c)
+{
+	struct odlp_req **pp = &d->job_head, *last = NULL;
+
+	while (*pp) {
+		if ((*pp)->comm == c) {
+			*pp = (*pp)->qnext;
+		} else {
+			last = *pp;
+			pp = &(*pp)->qnext;
+		}
+	}
+	d->job_tail = last;
+}
+
+/* Send one staged message; false if the library queue is full or failed. */
+static bool tx_slot_send(struct odlp_dev *d, uint32_t slot, uint64_t len)
+{
+	int rc = odl_tb5_send(d->h, d->tx_id, (uint64_t)slot * d->slot, len, slot,
+			      ODL_TB5_F_NONBLOCK);
+
+	if (rc == 0)
+		return true;
+	d->tx_free[d->ntx_free++] = slot;
+	if (rc != -EAGAIN)
+		mark_dead(d, rc);
+	return false;
+}
+
+/* Move control messages and data chunks into the library while slots last. */
+static void tx_pump(struct odlp_dev *d)
+{
+	while (!d->dead && d->ntx_free > 0) {
+		uint32_t slot;
+		char *p;
+
+		if (d->cq_head) {
+			struct ctrl_msg *m = d->cq_head;
+
+			slot = d->tx_free[--d->ntx_free];
+			p = d->tx_base + (uint64_t)slot * d->slot;
+			memcpy(p, &m->h, sizeof(m->h));
+			memcpy(p + sizeof(m->h), m->payload, m->h.len);
+			if (!tx_slot_send(d, slot, sizeof(m->h) + m->h.len))
+				return;
+			d->cq_head = m->next;
+			if (!d->cq_head)
+				d->cq_tail = NULL;
+			free(m);
+			continue;
+		}
+		if (!d->job_head)
+			return;
+		/* round robin: take the head job, one chunk, rotate */
+		struct odlp_req *r = d->job_head;
+		uint64_t chunk = r->ssize - r->sent;
+		uint64_t maxp = d->slot - sizeof(struct wire_hdr);
+		struct wire_hdr h = {
+			.magic = WIRE_MAGIC,
+			.type = M_DATA,
+			.dst = r->comm->peer_id,
+			.src = r->comm->id,
+			.seq = r->dst_seq,
+			.idx = r->dst_idx,
+			.off = r->sent,
+			.total = r->ssize,
+		};
+
+		if (chunk > maxp)
+			chunk = maxp;
+		h.len = (uint32_t)chunk;
+		slot = d->tx_free[--d->ntx_free];
+		p = d->tx_base + (uint64_t)slot * d->slot;
+		memcpy(p, &h, sizeof(h));
+		if (chunk)
+			memcpy(p + sizeof(h), r->sdata + r->sent, chunk);
+		if (!tx_slot_send(d, slot, sizeof(h) + chunk))
+			return;
+		r->sent += chunk;
+		STAT_ADD(tx_bytes, chunk);
+		d->job_head = r->qnext;
+		if (!d->job_head)
+			d->job_tail = NULL;
+		if (r->sent == r->ssize) {
+			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
+			STAT_ADD(tx_msgs, 1);
+		} else {
+			job_push(d, r);
+		}
+	}
+}
+
+/* Match queued sends of a send comm against the receiver's CTS entries. */
+static void match_sends(struct odlp_comm *c)
+{
+	struct odlp_dev *d = c->dev;
+
+	while (c->cts_count && c->sq_head) {
+		struct cts_ent *e = &c->cts[c->cts_head];
+		struct odlp_req *r = c->sq_head;
+		int i, used = 0;
+
+		for (i = 0; i < e->n; i++)
+			if (!e->used[i] && e->tag[i] == r->stag)
+				break;
+		if (i == e->n)
+			return; /* FIFO: the head send's tag is not in the head receive */
+		e->used[i] = 1;
+		c->sq_head = r->qnext;
+		if (!c->sq_head)
+			c->sq_tail = NULL;
+		r->matched = 1;
+		r->dst_seq = e->seq;
+		r->dst_idx = (uint32_t)i;
+		r->cap = e->size[i];
+		if (r->ssize > r->cap) {
+			struct wire_hdr h = {
+				.type = M_DERR, .dst = c->peer_id, .src = c->id,
+				.seq = e->seq, .idx = (uint32_t)i, .total = r->ssize,
+			};
+			WARN("send of %llu bytes matched a receive of %llu bytes (tag %d): truncation",
+			     (unsigned long long)r->ssize, (unsigned long long)r->cap, r->stag);
+			queue_ctrl(d, &h, NULL, 0);
+			r->err = ncclInvalidUsage;
+			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+			STAT_ADD(err_truncated, 1);
+		} else {
+			job_push(d, r);
+		}
+		for (i = 0; i < e->n; i++)
+			used += e->used[i];
+		if (used == e->n) {
+			c->cts_head = (c->cts_head + 1) % CTS_RING;
+			c->cts_count--;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* receive path */
+
+static struct odlp_req *find_recv_req(struct odlp_comm *c, uint32_t seq)
+{
+	for (int i = 0; i < c->nreqs; i++)
+		if (c->reqs[i].in_use && !c->reqs[i].is_send && c->reqs[i].seq == seq)
+			return &c->reqs[i];
+	return NULL;
+}
+
+static void entry_done(struct odlp_req *r, int idx)
+{
+	if (r->rdone[idx])
+		return;
+	r->rdone[idx] = 1;
+	STAT_ADD(rx_msgs, 1);
+	if (++r->ndone == r->n)
+		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
+{
+	const struct wire_hdr *h = (const void *)p;
+	struct odlp_comm *c;
+
+	if (len < sizeof(*h) || h->magic != WIRE_MAGIC || sizeof(*h) + (uint64_t)h->len > len) {
+		WARN("device %s: malformed message (%llu bytes) dropped", d->name,
+		     (unsigned long long)len);
+		STAT_ADD(errors, 1);
+		return;
+	}
+	c = find_comm(d, h->dst);
+	switch (h->type) {
+	case M_CONN: {
+		struct conn_pending *cp;
+
+		if (!c || c->kind != K_LISTEN || c->nonce != h->nonce) {
+			struct wire_hdr rej = { .type = M_REJ, .dst = h->src };
+
+			queue_ctrl(d, &rej, NULL, 0);
+			return;
+		}
+		cp = calloc(1, sizeof(*cp));
+		if (!cp) {
+			mark_dead(d, -ENOMEM);
+			return;
+		}
+		cp->peer_id = h->src;
+		if (c->pend_tail)
+			c->pend_tail->next = cp;
+		else
+			c->pend_head = cp;
+		c->pend_tail = cp;
+		return;
+	}
+	case M_ACK:
+		if (c && c->kind == K_SEND && c->state == S_PENDING) {
+			c->peer_id = h->src;
+			c->state = S_READY;
+		}
+		return;
+	case M_REJ:
+		if (c && c->kind == K_SEND && c->state == S_PENDING)
+			c->state = S_FAILED;
+		return;
+	case M_CTS: {
+		const struct wire_cts_ent *ent = (const void *)(p + sizeof(*h));
+		struct cts_ent *e;
+
+		if (!c || c->kind != K_SEND || c->state != S_READY)
+			return; /* comm closed locally: drop */
+		if (h->idx < 1 || h->idx > MAX_RECVS || h->len != h->idx * sizeof(*ent) ||
+		    c->cts_count == CTS_RING) {
+			WARN("bad CTS on comm %u", c->id);
+			c->state = S_FAILED;
+			return;
+		}
+		e = &c->cts[(c->cts_head + c->cts_count) % CTS_RING];
+		memset(e, 0, sizeof(*e));
+		e->seq = h->seq;
+		e->n = (int)h->idx;
+		for (int i = 0; i < e->n; i++) {
+			e->tag[i] = ent[i].tag;
+			e->size[i] = ent[i].size;
+		}
+		c->cts_count++;
+		match_sends(c);
+		return;
+	}
+	case M_DATA:
+	case M_DERR: {
+		struct odlp_req *r;
+
+		if (!c || c->kind != K_RECV)
+			return; /* closed locally: drop */
+		r = find_recv_req(c, h->seq);
+		if (!r || h->idx >= (uint32_t)r->n || r->rdone[h->idx]) {
+			WARN("comm %u: unexpected %s seq %u idx %u", c->id,
+			     h->type == M_DATA ? "DATA" : "DERR", h->seq, h->idx);
+			return;
+		}
+		r->rtotal[h->idx] = h->total;
+		if (h->type == M_DERR) {
+			r->err = ncclInvalidUsage;
+			STAT_ADD(err_truncated, 1);
+			entry_done(r, (int)h->idx);
+			return;
+		}
+		if (h->total > r->rcap[h->idx] || h->off + h->len > h->total) {
+			r->err = ncclInternalError;
+			entry_done(r, (int)h->idx);
+			return;
+		}
+		if (h->len)
+			memcpy(r->rdata[h->idx] + h->off, p + sizeof(*h), h->len);
+		r->rgot[h->idx] += h->len;
+		STAT_ADD(rx_bytes, h->len);
+		if (h->off + h->len == h->total)
+			entry_done(r, (int)h->idx);
+		return;
+	}
+	case M_CLOSE:
+		if (c && c->peer_id == h->src && (c->kind == K_SEND || c->kind == K_RECV) &&
+		    c->state == S_READY) {
+			INFO("comm %u: peer comm %u closed", c->id, h->src);
+			c->state = S_PEER_CLOSED;
+		}
+		return;
+	default:
+		WARN("device %s: unknown message type %u", d->name, h->type);
+	}
+}
+
+/* Reap completions and act on them. Caller holds poll_mu (not mu). */
+static int dev_progress(struct odlp_dev *d, int timeout_ms)
+{
+	struct odl_tb5_completion comps[32];
+	int n, rc;
+
+	n = odl_tb5_poll(d->h, comps, 32, timeout_ms,
+			 timeout_ms ? ODL_TB5_F_SLEEP : ODL_TB5_F_NONBLOCK);
+	pthread_mutex_lock(&d->mu);
+	if (n < 0 && n != -EAGAIN && n != -ETIMEDOUT)
+		mark_dead(d, n);
+	for (int i = 0; i < n; i++) {
+		struct odl_tb5_completion *cp = &comps[i];
+		uint32_t slot = (uint32_t)cp->cookie;
+
+		if (cp->op == ODL_TB5_OP_SEND) {
+			if (slot < d->ntx)
+				d->tx_free[d->ntx_free++] = slot;
+			if (cp->status)
+				mark_dead(d, cp->status);
+			continue;
+		}
+		if (cp->status == 0)
+			handle_msg(d, d->rx_base + (uint64_t)slot * d->slot, cp->length);
+		else if (cp->status == -EMSGSIZE)
+			WARN("device %s: oversized message (%llu bytes) dropped", d->name,
+			     (unsigned long long)cp->length);
+		else
+			mark_dead(d, cp->status);
+		if (!d->dead) {
+			rc = odl_tb5_post_recv(d->h, d->rx_id, (uint64_t)slot * d->slot, d->slot, slot,
+					       ODL_TB5_F_NONBLOCK);
+			if (rc)
+				mark_dead(d, rc);
+		}
+	}
+	tx_pump(d);
+	pthread_mutex_unlock(&d->mu);
+	return n > 0 ? n : 0;
+}
+
+/* Opportunistic progress from API calls; never waits. */
+static void try_progress(struct odlp_dev *d)
+{
+	if (pthread_mutex_trylock(&d->poll_mu) == 0) {
+		dev_progress(d, 0);
+		pthread_mutex_unlock(&d->poll_mu);
+	}
+}
+
+static void *progress_thread(void *arg)
+{
+	struct odlp_dev *d = arg;
+
+	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		int n;
+
+		pthread_mutex_lock(&d->poll_mu);
+		n = d->dead ? 0 : dev_progress(d, 1);
+		pthread_mutex_unlock(&d->poll_mu);
+		if (d->dead) {
+			struct timespec ts = { 0, 2000000 };
+
+			nanosleep(&ts, NULL);
+		} else if (n == 0) {
+			sched_yield();
+		}
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* devices */
+
+static void fill_pci_path(struct odlp_dev *d)
+{
+	char link[256], real[PATH_MAX];
+	const char *base;
+
+	d->has_pci = false;
+	if (strcmp(d->info.backend, "kernel") != 0)
+		return;
+	base = strrchr(d->info.name, '/');
+	base = base ? base + 1 : d->info.name;
+	static const char *classes[] = { "odl_tb5", "misc" };
+	for (unsigned k = 0; k < sizeof(classes) / sizeof(classes[0]); k++) {
+		snprintf(link, sizeof(link), "/sys/class/%s/%s/device", classes[k], base);
+		if (!realpath(link, real))
+			continue;
+		/* walk up to the last PCI function (dddd:bb:dd.f) on the path: the NHI */
+		char *p = real + strlen(real);
+		while (p > real) {
+			char *slash = p;
+			while (slash > real && slash[-1] != '/')
+				slash--;
+			unsigned dom, bus, dev, fn;
+			char tail;
+			if (sscanf(slash, "%4x:%2x:%2x.%1x%c", &dom, &bus, &dev, &fn, &tail) == 4) {
+				snprintf(d->pci, sizeof(d->pci), "%.*s", (int)(p - real), real);
+				d->has_pci = true;
+				return;
+			}
+			p = slash - 1;
+			*p = 0;
+		}
+	}
+}
+
+static int dev_open(struct odlp_dev *d, const char *spec)
+{
+	struct odl_tb5_open_opts o;
+	long chunk;
+	int rc;
+
+	snprintf(d->spec, sizeof(d->spec), "%s", spec);
+	odl_tb5_open_opts_init(&o);
+	o.port = g_port;
+	rc = odl_tb5_open(spec, &o, &d->h);
+	if (rc < 0) {
+		INFO("cannot open device '%s' port %u: %s", spec, g_port, odl_tb5_strerror(rc));
+		return rc;
+	}
+	rc = odl_tb5_info(d->h, &d->info);
+	if (rc < 0)
+		goto fail;
+	chunk = env_long("ODL_TB5_RCCL_CHUNK", DEFAULT_CHUNK, 4096, 64L << 20);
+	if (d->info.max_msg_size && (uint64_t)chunk > d->info.max_msg_size)
+		chunk = (long)d->info.max_msg_size;
+	d->slot = (uint32_t)chunk;
+	d->ntx = (uint32_t)env_long("ODL_TB5_RCCL_NTX", DEFAULT_NTX, 2, 256);
+	d->nrx = (uint32_t)env_long("ODL_TB5_RCCL_NRX", DEFAULT_NRX, 2, 256);
+	if (d->info.tx_depth && d->ntx > d->info.tx_depth)
+		d->ntx = d->info.tx_depth;
+	if (d->info.rx_depth && d->nrx > d->info.rx_depth)
+		d->nrx = d->info.rx_depth;
+	void *a;
+	rc = odl_tb5_buf_alloc(d->h, (size_t)d->slot * d->ntx, ODL_TB5_BUF_SEND, &d->tx_id, &a);
+	if (rc < 0)
+		goto fail;
+	d->tx_base = a;
+	rc = odl_tb5_buf_alloc(d->h, (size_t)d->slot * d->nrx, ODL_TB5_BUF_RECV, &d->rx_id, &a);
+	if (rc < 0)
+		goto fail;
+	d->rx_base = a;
+	d->tx_free = calloc(d->ntx, sizeof(*d->tx_free));
+	if (!d->tx_free) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t i = 0; i < d->ntx; i++)
+		d->tx_free[d->ntx_free++] = d->ntx - 1 - i;
+	for (uint32_t i = 0; i < d->nrx; i++) {
+		rc = odl_tb5_post_recv(d->h, d->rx_id, (uint64_t)i * d->slot, d->slot, i,
+				       ODL_TB5_F_NONBLOCK);
+		if (rc < 0)
+			goto fail;
+	}
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->poll_mu, NULL);
+	d->next_id = 1;
+
+	/* properties */
+	if (strcmp(d->info.backend, "kernel") == 0) {
+		const char *b = strrchr(d->info.name, '/');
+		snprintf(d->name, sizeof(d->name), "%s", b ? b + 1 : d->info.name);
+	} else {
+		snprintf(d->name, sizeof(d->name), "odl_tb5_%s", d->info.name);
+	}
+	uint64_t g = 0;
+	for (int i = 0; i < 16; i++)
+		g = (g << 8 | g >> 56) ^ d->info.peer_uuid[i];
+	d->guid = g ? g : (uint64_t)d->index + 1;
+	uint64_t mbps = (uint64_t)d->info.link_speed_gbps * (d->info.link_lanes ? d->info.link_lanes : 1) * 1000;
+	mbps = (uint64_t)env_long("ODL_TB5_RCCL_SPEED_MBPS", (long)(mbps ? mbps : 10000), 1, 1L << 30);
+	d->speed = (int)(mbps > 0x7fffffff ? 0x7fffffff : mbps);
+	d->latency = strcmp(d->info.backend, "kernel") == 0 ? 10.0f : 2.0f;
+	fill_pci_path(d);
+	INFO("device %d: %s (%s) port %u speed %d Mbps pci %s chunk %u tx %u rx %u", d->index,
+	     d->name, d->info.backend, g_port, d->speed, d->has_pci ? d->pci : "(none)", d->slot,
+	     d->ntx, d->nrx);
+	return 0;
+fail:
+	INFO("device '%s' setup failed: %s", spec, odl_tb5_strerror(rc));
+	odl_tb5_close(d->h);
+	d->h = NULL;
+	free(d->tx_free);
+	d->tx_free = NULL;
+	return rc;
+}
+
+static void dev_start(struct odlp_dev *d)
+{
+	d->stop = 0;
+	if (pthread_create(&d->thr, NULL, progress_thread, d) == 0)
+		d->thr_started = true;
+	else
+		WARN("device %s: no progress thread; progress from test() only", d->name);
+}
+
+static void free_comm(struct odlp_comm *c)
+{
+	struct conn_pending *cp = c->pend_head;
+
+	while (cp) {
+		struct conn_pending *n = cp->next;
+		free(cp);
+		cp = n;
+	}
+	c->magic = 0;
+	free(c->reqs);
+	free(c);
+}
+
+static void dev_teardown(struct odlp_dev *d)
+{
+	if (!d->h)
+		return;
+	if (d->thr_started) {
+		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(d->thr, NULL);
+		d->thr_started = false;
+	}
+	/* give queued messages (last chunks, CLOSE) a bounded chance to leave */
+	for (int i = 0; i < 2000 && !d->dead; i++) {
+		unsigned int s = 0, r = 0;
+
+		pthread_mutex_lock(&d->poll_mu);
+		dev_progress(d, 0);
+		pthread_mutex_unlock(&d->poll_mu);
+		if (odl_tb5_pending(d->h, &s, &r) < 0 ||
+		    (s == 0 && !d->cq_head && !d->job_head) ||
+		    odl_tb5_state(d->h) != ODL_TB5_STATE_CONNECTED)
+			break;
+		struct timespec ts = { 0, 500000 };
+		nanosleep(&ts, NULL);
+	}
+	odl_tb5_close(d->h);
+	d->h = NULL;
+	while (d->comms) {
+		struct odlp_comm *c = d->comms;
+		d->comms = c->next;
+		free_comm(c);
+	}
+	while (d->cq_head) {
+		struct ctrl_msg *m = d->cq_head;
+		d->cq_head = m->next;
+		free(m);
+	}
+	d->cq_tail = NULL;
+	d->job_head = d->job_tail = NULL;
+	free(d->tx_free);
+	d->tx_free = NULL;
+	pthread_mutex_destroy(&d->mu);
+	pthread_mutex_destroy(&d->poll_mu);
+}
+
+__attribute__((destructor)) static void plugin_fini(void)
+{
+	pthread_mutex_lock(&g_mu);
+	for (int i = 0; i < g_ndev; i++)
+		dev_teardown(&g_devs[i]);
+	g_ndev = 0;
+	g_inited = false;
+	stats_close();
+	pthread_mutex_unlock(&g_mu);
+}
+
+static ncclResult_t core_init(ncclDebugLogger_t logger)
+{
+	ncclResult_t res = ncclSuccess;
+	char specs[1024];
+	const char *e;
+
+	pthread_mutex_lock(&g_mu);
+	if (logger)
+		g_log = logger;
+	if (g_inited)
+		goto out;
+	g_instance = rnd64();
+	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", DEFAULT_PORT, 1, ODL_TB5_MAX_PORT);
+	specs[0] = 0;
+	if ((e = getenv("ODL_TB5_RCCL_DEVICES")) && *e)
+		snprintf(specs, sizeof(specs), "%s", e);
+	else if ((e = getenv("ODL_TB5_DEVICE")) && *e)
+		snprintf(specs, sizeof(specs), "%s", e);
+	if (specs[0]) {
+		char *save = NULL;
+		for (char *t = strtok_r(specs, ",", &save); t && g_ndev < MAX_DEVS;
+		     t = strtok_r(NULL, ",", &save)) {
+			struct odlp_dev *d = &g_devs[g_ndev];
+			memset(d, 0, sizeof(*d));
+			d->index = g_ndev;
+			if (dev_open(d, t) == 0)
+				g_ndev++;
+		}
+	} else {
+		struct odl_tb5_info infos[MAX_DEVS];
+		int n = odl_tb5_list(infos, MAX_DEVS);
+
+		if (n < 0)
+			INFO("odl_tb5_list: %s", odl_tb5_strerror(n));
+		for (int i = 0; i < n && i < MAX_DEVS; i++) {
+			struct odlp_dev *d = &g_devs[g_ndev];
+			char spec[32];
+
+			if (infos[i].state != ODL_TB5_STATE_CONNECTED)
+				continue; /* one device per connected peer */
+			snprintf(spec, sizeof(spec), "%d", infos[i].index);
+			memset(d, 0, sizeof(*d));
+			d->index = g_ndev;
+			if (dev_open(d, spec) == 0)
+				g_ndev++;
+		}
+	}
+	if (g_ndev == 0) {
+		INFO("no usable odl_tb5 device (set ODL_TB5_DEVICE, or connect a TB5 peer)");
+		res = ncclSystemError;
+		goto out;
+	}
+	for (int i = 0; i < g_ndev; i++)
+		dev_start(&g_devs[i]);
+	stats_open();
+	g_inited = true;
+	INFO("initialised, %d device(s), library %u.%u", g_ndev, odl_tb5_version() >> 16,
+	     odl_tb5_version() & 0xffff);
+out:
+	pthread_mutex_unlock(&g_mu);
+	return res;
+}
+
+static ncclResult_t core_devices(int *ndev)
+{
+	if (!ndev)
+		return fail(ncclInternalError);
+	if (!g_inited)
+		return fail(ncclInternalError);
+	*ndev = g_ndev;
+	return ncclSuccess;
+}
+
+static struct odlp_dev *get_dev(int dev)
+{
+	if (!g_inited || dev < 0 || dev >= g_ndev)
+		return NULL;
+	return &g_devs[dev];
+}
+
+static ncclResult_t core_props(int dev, ncclNetProperties_v7_t *p)
+{
+	struct odlp_dev *d = get_dev(dev);
+
+	if (!d || !p)
+		return fail(ncclInternalError);
+	memset(p, 0, sizeof(*p));
+	p->name = d->name;
+	p->pciPath = d->has_pci ? d->pci : NULL;
+	p->guid = d->guid;
+	p->ptrSupport = NCCL_PTR_HOST;
+	p->speed = d->speed;
+	p->port = (int)g_port;
+	p->latency = d->latency;
+	p->maxComms = MAX_COMMS;
+	p->maxRecvs = MAX_RECVS;
+	p->netDeviceType = NCCL_NET_DEVICE_HOST;
+	p->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
+	return ncclSuccess;
+}
+
+/* ------------------------------------------------------------------ */
+/* connections */
+
+static struct odlp_comm *new_comm(struct odlp_dev *d, enum comm_kind k)
+{
+	struct odlp_comm *c;
+
+	if (d->ncomms >= MAX_COMMS * 2)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->magic = COMM_MAGIC;
+	c->kind = k;
+	c->dev = d;
+	c->id = d->next_id++;
+	if (d->next_id == 0)
+		d->next_id = 1;
+	if (k != K_LISTEN) {
+		c->nreqs = k == K_SEND ? SEND_REQS : RECV_REQS;
+		c->reqs = calloc((size_t)c->nreqs, sizeof(*c->reqs));
+		if (!c->reqs) {
+			free(c);
+			return NULL;
+		}
+		for (int i = 0; i < c->nreqs; i++) {
+			c->reqs[i].magic = REQ_MAGIC;
+			c->reqs[i].comm = c;
+		}
+	}
+	c->next = d->comms;
+	d->comms = c;
+	d->ncomms++;
+	return c;
+}
+
+static void unlink_comm(struct odlp_dev *d, struct odlp_comm *c)
+{
+	for (struct odlp_comm **pp = &d->comms; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			d->ncomms--;
+			return;
+		}
+}
+
+static ncclResult_t core_listen(int dev, void *handle, void **listenComm)
+{
+	struct odlp_dev *d = get_dev(dev);
+	struct odl_handle *hd = handle;
+	struct odlp_comm *c;
+
+	if (listenComm)
+		*listenComm = NULL;
+	if (!d || !handle || !listenComm)
+		return fail(ncclInternalError);
+	pthread_mutex_lock(&d->mu);
+	if (d->dead) {
+		pthread_mutex_unlock(&d->mu);
+		return fail(ncclSystemError);
+	}
+	c = new_comm(d, K_LISTEN);
+	if (!c) {
+		pthread_mutex_unlock(&d->mu);
+		return fail(ncclSystemError);
+	}
+	c->nonce = rnd64();
+	c->state = S_READY;
+	memset(hd, 0, NCCL_NET_HANDLE_MAXSIZE);
+	hd->magic = HANDLE_MAGIC;
+	hd->version = HANDLE_VERSION;
+	hd->len = sizeof(*hd);
+	hd->instance = g_instance;
+	memcpy(hd->listener_uuid, d->info.local_uuid, 16);
+	hd->port = g_port;
+	hd->listen_id = c->id;
+	hd->listen_nonce = c->nonce;
+	pthread_mutex_unlock(&d->mu);
+	STAT_ADD(op_listen, 1);
+	*listenComm = c;
+	return ncclSuccess;
+}
+
+static bool valid_comm(void *p, enum comm_kind k)
+{
+	struct odlp_comm *c = p;
+
+	return c && c->magic == COMM_MAGIC && c->kind == k;
+}
+
+static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
+{
+	struct odlp_dev *d = get_dev(dev);
+	struct odl_handle *hd = handle;
+	struct odlp_comm *c = NULL;
+	ncclResult_t res = ncclSuccess;
+
+	if (sendComm)
+		*sendComm = NULL;
+	if (!d || !handle || !sendComm)
+		return fail(ncclInternalError);
+	if (hd->magic != HANDLE_MAGIC || hd->version != HANDLE_VERSION || hd->len != sizeof(*hd) ||
+	    hd->port != g_port) {
+		WARN("connect: not an odl_tb5 v%u handle for port %u (magic %llx len %u)",
+		     HANDLE_VERSION, g_port, (unsigned long long)hd->magic, hd->len);
+		return fail(ncclInvalidUsage);
+	}
+	if (hd->instance == g_instance) {
+		WARN("connect: self-connection within one process is not supported");
+		return fail(ncclInvalidUsage);
+	}
+	pthread_mutex_lock(&d->mu);
+	if (hd->stage_cookie == g_instance) {
+		for (struct odlp_comm *x = d->comms; x; x = x->next)
+			if ((uintptr_t)x == hd->stage_comm && x->kind == K_SEND &&
+			    x->handle_cookie == hd->listen_nonce)
+				c = x;
+	}
+	if (!c) {
+		static const uint8_t zero[16];
+		if (memcmp(d->info.peer_uuid, zero, 16) == 0)
+			odl_tb5_info(d->h, &d->info); /* peer may have attached since */
+		if (memcmp(d->info.peer_uuid, zero, 16) != 0 &&
+		    memcmp(d->info.peer_uuid, hd->listener_uuid, 16) != 0) {
+			WARN("connect: handle is from a peer not reached by device %d", dev);
+			res = fail(ncclInvalidUsage);
+			goto out;
+		}
+		if (d->dead) {
+			res = fail(ncclSystemError);
+			goto out;
+		}
+		c = new_comm(d, K_SEND);
+		if (!c) {
+			res = fail(ncclSystemError);
+			goto out;
+		}
+		c->state = S_PENDING;
+		c->handle_cookie = hd->listen_nonce;
+		struct wire_hdr h = {
+			.type = M_CONN, .dst = hd->listen_id, .src = c->id, .nonce = hd->listen_nonce,
+			.total = g_instance,
+		};
+		queue_ctrl(d, &h, NULL, 0);
+		tx_pump(d);
+		hd->stage_cookie = g_instance;
+		hd->stage_comm = (uintptr_t)c;
+	}
+	if (c->state == S_READY) {
+		hd->stage_cookie = 0;
+		hd->stage_comm = 0;
+		*sendComm = c;
+		STAT_ADD(op_connect, 1);
+	} else if (c->state == S_FAILED || d->dead) {
+		hd->stage_cookie = 0;
+		hd->stage_comm = 0;
+		unlink_comm(d, c);
+		free_comm(c);
+		WARN("connect: refused by the peer or link down");
+		res = fail(d->dead ? ncclSystemError : ncclRemoteError);
+	}
+out:
+	pthread_mutex_unlock(&d->mu);
+	if (res == ncclSuccess && !*sendComm)
+		try_progress(d);
+	return res;
+}
+
+static ncclResult_t core_accept(void *listenComm, void **recvComm)
+{
+	struct odlp_comm *l = listenComm;
+	struct odlp_dev *d;
+	ncclResult_t res = ncclSuccess;
+
+	if (recvComm)
+		*recvComm = NULL;
+	if (!valid_comm(l, K_LISTEN) || !recvComm)
+		return fail(ncclInternalError);
+	d = l->dev;
+	try_progress(d);
+	pthread_mutex_lock(&d->mu);
+	if (d->dead) {
+		res = fail(ncclSystemError);
+	} else if (l->pend_head) {
+		struct conn_pending *cp = l->pend_head;
+		struct odlp_comm *c = new_comm(d, K_RECV);
+
+		if (!c) {
+			res = fail(ncclSystemError);
+			goto out;
+		}
+		l->pend_head = cp->next;
+		if (!l->pend_head)
+			l->pend_tail = NULL;
+		c->peer_id = cp->peer_id;
+		c->state = S_READY;
+		free(cp);
+		struct wire_hdr h = { .type = M_ACK, .dst = c->peer_id, .src = c->id };
+		queue_ctrl(d, &h, NULL, 0);
+		tx_pump(d);
+		*recvComm = c;
+		STAT_ADD(op_accept, 1);
+	}
+out:
+	pthread_mutex_unlock(&d->mu);
+	return res;
+}
+
+static ncclResult_t close_comm(void *comm, enum comm_kind k)
+{
+	struct odlp_comm *c = comm;
+	struct odlp_dev *d;
+
+	if (!valid_comm(c, k))
+		return fail(ncclInternalError);
+	d = c->dev;
+	pthread_mutex_lock(&d->mu);
+	if (k == K_LISTEN) {
+		for (struct conn_pending *cp = c->pend_head; cp; cp = cp->next) {
+			struct wire_hdr h = { .type = M_REJ, .dst = cp->peer_id };
+			queue_ctrl(d, &h, NULL, 0);
+		}
+	} else {
+		jobs_remove_comm(d, c);
+		if (c->state == S_READY && !d->dead) {
+			struct wire_hdr h = { .type = M_CLOSE, .dst = c->peer_id, .src = c->id };
+			queue_ctrl(d, &h, NULL, 0);
+		}
+	}
+	unlink_comm(d, c);
+	free_comm(c);
+	tx_pump(d);
+	pthread_mutex_unlock(&d->mu);
+	STAT_ADD(op_close, 1);
+	return ncclSuccess;
+}
+
+/* ------------------------------------------------------------------ */
+/* memory registration (host memory only) */
+
+struct odlp_mr {
+	uint32_t magic;
+	int type;
+	char *base;
+	uint64_t size;
+};
+
+static ncclResult_t core_regmr(void *comm, void *data, uint64_t size, int type, void **mhandle)
+{
+	struct odlp_comm *c = comm;
+	struct odlp_mr *mr;
+
+	if (mhandle)
+		*mhandle = NULL;
+	if (!c || c->magic != COMM_MAGIC || c->kind == K_LISTEN || !mhandle ||
+	    (!data && size))
+		return fail(ncclInternalError);
+	if (type != NCCL_PTR_HOST) {
+		WARN("regMr: only host memory (NCCL_PTR_HOST) is supported, got type %d", type);
+		return fail(ncclInternalError);
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return fail(ncclSystemError);
+	mr->magic = MR_MAGIC;
+	mr->type = type;
+	mr->base = data;
+	mr->size = size;
+	*mhandle = mr;
+	STAT_ADD(op_regmr, 1);
+	return ncclSuccess;
+}
+
+static ncclResult_t core_deregmr(void *comm, void *mhandle)
+{
+	struct odlp_mr *mr = mhandle;
+
+	(void)comm; /* the MR does not depend on the comm: either may go first */
+	if (!mr || mr->magic != MR_MAGIC)
+		return fail(ncclInternalError);
+	mr->magic = 0;
+	free(mr);
+	STAT_ADD(op_deregmr, 1);
+	return ncclSuccess;
+}
+
+static bool mr_ok(void *mhandle, const void *data, uint64_t size)
+{
+	const struct odlp_mr *mr = mhandle;
+
+	if (!mr)
+		return true;
+	if (mr->magic != MR_MAGIC)
+		return false;
+	if (size && ((const char *)data < mr->base ||
+		     (const char *)data + size > mr->base + mr->size))
+		INFO("buffer %p+%llu outside its registration %p+%llu", data,
+		     (unsigned long long)size, (void *)mr->base, (unsigned long long)mr->size);
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* data path */
+
+static ncclResult_t comm_state_err(struct odlp_comm *c)
+{
+	if (c->dev->dead)
+		return ncclSystemError;
+	if (c->state == S_PEER_CLOSED || c->state == S_FAILED)
+		return ncclRemoteError;
+	return ncclSuccess;
+}
+
+static struct odlp_req *get_req(struct odlp_comm *c)
+{
+	for (int i = 0; i < c->nreqs; i++) {
+		struct odlp_req *r = &c->reqs[i];
+		if (!r->in_use) {
+			struct odlp_comm *keep = c;
+			memset(r, 0, sizeof(*r));
+			r->magic = REQ_MAGIC;
+			r->comm = keep;
+			r->in_use = 1;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int tag, void *mhandle,
+			       void **request)
+{
+	struct odlp_comm *c = sendComm;
+	struct odlp_dev *d;
+	struct odlp_req *r;
+	ncclResult_t res;
+
+	if (request)
+		*request = NULL;
+	if (!valid_comm(c, K_SEND) || !request || (!data && size) || !mr_ok(mhandle, data, size))
+		return fail(ncclInternalError);
+	d = c->dev;
+	pthread_mutex_lock(&d->mu);
+	res = comm_state_err(c);
+	if (res != ncclSuccess) {
+		pthread_mutex_unlock(&d->mu);
+		return fail(res);
+	}
+	r = get_req(c);
+	if (!r) {
+		pthread_mutex_unlock(&d->mu);
+		STAT_ADD(null_requests, 1);
+		return ncclSuccess;
+	}
+	r->is_send = 1;
+	r->sdata = data;
+	r->ssize = size;
+	r->stag = tag;
+	r->qnext = NULL;
+	if (c->sq_tail)
+		c->sq_tail->qnext = r;
+	else
+		c->sq_head = r;
+	c->sq_tail = r;
+	match_sends(c);
+	tx_pump(d);
+	pthread_mutex_unlock(&d->mu);
+	STAT_ADD(op_isend, 1);
+	*request = r;
+	return ncclSuccess;
+}
+
+static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_t *sizes, int *tags,
+			       void **mhandles, void **request)
+{
+	struct odlp_comm *c = recvComm;
+	struct wire_cts_ent ent[MAX_RECVS];
+	struct odlp_dev *d;
+	struct odlp_req *r;
+	ncclResult_t res;
+
+	if (request)
+		*request = NULL;
+	if (!valid_comm(c, K_RECV) || !request || n < 1 || n > MAX_RECVS || !data || !sizes || !tags)
+		return fail(ncclInternalError);
+	for (int i = 0; i < n; i++)
+		if ((!data[i] && sizes[i]) || !mr_ok(mhandles ? mhandles[i] : NULL, data[i], sizes[i]))
+			return fail(ncclInternalError);
+	d = c->dev;
+	pthread_mutex_lock(&d->mu);
+	res = comm_state_err(c);
+	if (res != ncclSuccess) {
+		pthread_mutex_unlock(&d->mu);
+		return fail(res);
+	}
+	r = get_req(c);
+	if (!r) {
+		pthread_mutex_unlock(&d->mu);
+		STAT_ADD(null_requests, 1);
+		return ncclSuccess;
+	}
+	r->n = n;
+	r->seq = c->next_seq++;
+	for (int i = 0; i < n; i++) {
+		r->rdata[i] = data[i];
+		r->rcap[i] = sizes[i];
+		r->rtag[i] = tags[i];
+		ent[i].tag = tags[i];
+		ent[i].pad = 0;
+		ent[i].size = sizes[i];
+	}
+	struct wire_hdr h = { .type = M_CTS, .dst = c->peer_id, .src = c->id, .seq = r->seq,
+			      .idx = (uint32_t)n };
+	queue_ctrl(d, &h, ent, (uint32_t)(n * sizeof(ent[0])));
+	tx_pump(d);
+	pthread_mutex_unlock(&d->mu);
+	STAT_ADD(op_irecv, 1);
+	*request = r;
+	return ncclSuccess;
+}
+
+static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+				void **request)
+{
+	(void)data;
+	(void)sizes;
+	(void)mhandles;
+	if (request)
+		*request = NULL;
+	if (!valid_comm(recvComm, K_RECV) || !request || n < 0 || n > MAX_RECVS)
+		return fail(ncclInternalError);
+	/* Host memory only: received data is already visible; a NULL request is
+	 * NCCL's "nothing to wait for". */
+	STAT_ADD(op_iflush, 1);
+	return ncclSuccess;
+}
+
+static ncclResult_t core_test(void *request, int *done, int *sizes)
+{
+	struct odlp_req *r = request;
+	struct odlp_comm *c;
+	struct odlp_dev *d;
+	ncclResult_t res = ncclSuccess;
+
+	if (done)
+		*done = 0;
+	if (!r || r->magic != REQ_MAGIC || !done)
+		return fail(ncclInternalError);
+	c = r->comm;
+	d = c->dev;
+	STAT_ADD(op_test, 1);
+	if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+		try_progress(d);
+	pthread_mutex_lock(&d->mu);
+	if (!r->in_use) {
+		res = ncclInternalError; /* already completed and recycled */
+	} else if (r->done) {
+		*done = 1;
+		if (sizes) {
+			if (r->is_send)
+				sizes[0] = (int)(r->ssize > 0x7fffffff ? 0x7fffffff : r->ssize);
+			else
+				for (int i = 0; i < r->n; i++)
+					sizes[i] = (int)(r->rtotal[i] > 0x7fffffff ? 0x7fffffff
+										  : r->rtotal[i]);
+		}
+		res = r->err;
+		r->in_use = 0;
+	} else {
+		res = comm_state_err(c);
+	}
+	pthread_mutex_unlock(&d->mu);
+	return res == ncclSuccess ? res : fail(res);
+}
+
+/* ------------------------------------------------------------------ */
+/* version tables */
+
+static ncclResult_t v7_init(ncclDebugLogger_t l) { return core_init(l); }
+static ncclResult_t v10_init(ncclDebugLogger_t l, ncclProfilerCallback_t p)
+{
+	(void)p;
+	return core_init(l);
+}
+
+static ncclResult_t v7_props(int dev, ncclNetProperties_v7_t *p) { return core_props(dev, p); }
+
+static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
+{
+	ncclNetProperties_v7_t q;
+	ncclResult_t r;
+
+	if (!p)
+		return fail(ncclInternalError);
+	r = core_props(dev, &q);
+	if (r)
+		return r;
+	memset(p, 0, sizeof(*p));
+	p->name = q.name;
+	p->pciPath = q.pciPath;
+	p->guid = q.guid;
+	p->ptrSupport = q.ptrSupport;
+	p->regIsGlobal = 0;
+	p->speed = q.speed;
+	p->port = q.port;
+	p->latency = q.latency;
+	p->maxComms = q.maxComms;
+	p->maxRecvs = q.maxRecvs;
+	p->netDeviceType = q.netDeviceType;
+	p->netDeviceVersion = q.netDeviceVersion;
+	return ncclSuccess;
+}
+
+static ncclResult_t v9_props(int dev, ncclNetProperties_v9_t *p)
+{
+	ncclNetProperties_v7_t q;
+	ncclResult_t r;
+
+	if (!p)
+		return fail(ncclInternalError);
+	r = core_props(dev, &q);
+	if (r)
+		return r;
+	memset(p, 0, sizeof(*p));
+	p->name = q.name;
+	p->pciPath = q.pciPath;
+	p->guid = q.guid;
+	p->ptrSupport = q.ptrSupport;
+	p->regIsGlobal = 0;
+	p->forceFlush = 0;
+	p->speed = q.speed;
+	p->port = q.port;
+	p->latency = q.latency;
+	p->maxComms = q.maxComms;
+	p->maxRecvs = q.maxRecvs;
+	p->netDeviceType = q.netDeviceType;
+	p->netDeviceVersion = q.netDeviceVersion;
+	p->vProps.ndevs = 1;
+	p->vProps.devs[0] = dev;
+	p->maxP2pBytes = 1ull << 30;
+	p->maxCollBytes = 1ull << 30;
+	return ncclSuccess;
+}
+
+static ncclResult_t v7_connect(int dev, void *h, void **s, ncclNetDeviceHandle_v7_t **dc)
+{
+	(void)dc; /* host plugin: never written (may be NULL) */
+	return core_connect(dev, h, s);
+}
+static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t *cfg, void *h, void **s,
+				ncclNetDeviceHandle_v10_t **dc)
+{
+	(void)cfg;
+	(void)dc;
+	return core_connect(dev, h, s);
+}
+static ncclResult_t v7_accept(void *l, void **r, ncclNetDeviceHandle_v7_t **dc)
+{
+	(void)dc;
+	return core_accept(l, r);
+}
+static ncclResult_t v7_regmr(void *c, void *d, int size, int type, void **mh)
+{
+	if (size < 0) {
+		if (mh)
+			*mh = NULL;
+		return fail(ncclInternalError);
+	}
+	return core_regmr(c, d, (uint64_t)size, type, mh);
+}
+static ncclResult_t v8_regmr(void *c, void *d, size_t size, int type, void **mh)
+{
+	return core_regmr(c, d, size, type, mh);
+}
+static ncclResult_t v7_isend(void *c, void *d, int size, int tag, void *mh, void **req)
+{
+	if (size < 0) {
+		if (req)
+			*req = NULL;
+		return fail(ncclInternalError);
+	}
+	return core_isend(c, d, (uint64_t)size, tag, mh, req);
+}
+static ncclResult_t v9_isend(void *c, void *d, size_t size, int tag, void *mh, void **req)
+{
+	return core_isend(c, d, size, tag, mh, req);
+}
+static ncclResult_t v10_isend(void *c, void *d, size_t size, int tag, void *mh, void *ph,
+			      void **req)
+{
+	(void)ph;
+	return core_isend(c, d, size, tag, mh, req);
+}
+static ncclResult_t v7_irecv(void *c, int n, void **d, int *sizes, int *tags, void **mh,
+			     void **req)
+{
+	uint64_t s[MAX_RECVS];
+
+	if (req)
+		*req = NULL;
+	if (n < 1 || n > MAX_RECVS || !sizes)
+		return fail(ncclInternalError);
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 0)
+			return fail(ncclInternalError);
+		s[i] = (uint64_t)sizes[i];
+	}
+	return core_irecv(c, n, d, s, tags, mh, req);
+}
+static ncclResult_t v9_irecv(void *c, int n, void **d, size_t *sizes, int *tags, void **mh,
+			     void **req)
+{
+	uint64_t s[MAX_RECVS];
+
+	if (req)
+		*req = NULL;
+	if (n < 1 || n > MAX_RECVS || !sizes)
+		return fail(ncclInternalError);
+	for (int i = 0; i < n; i++)
+		s[i] = sizes[i];
+	return core_irecv(c, n, d, s, tags, mh, req);
+}
+static ncclResult_t v10_irecv(void *c, int n, void **d, size_t *sizes, int *tags, void **mh,
+			      void **ph, void **req)
+{
+	(void)ph;
+	return v9_irecv(c, n, d, sizes, tags, mh, req);
+}
+static ncclResult_t p_closeSend(void *c) { return close_comm(c, K_SEND); }
+static ncclResult_t p_closeRecv(void *c) { return close_comm(c, K_RECV); }
+static ncclResult_t p_closeListen(void *c) { return close_comm(c, K_LISTEN); }
+
+#define COMMON_TAIL                                                                  \
+	.deregMr = core_deregmr, .iflush = core_iflush, .test = core_test,           \
+	.closeSend = p_closeSend, .closeRecv = p_closeRecv, .closeListen = p_closeListen, \
+	.getDeviceMr = NULL, .irecvConsumed = NULL, .regMrDmaBuf = NULL
+
+EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
+	.name = PLUGIN_NAME,
+	.init = v7_init,
+	.devices = core_devices,
+	.getProperties = v7_props,
+	.listen = core_listen,
+	.connect = v7_connect,
+	.accept = v7_accept,
+	.regMr = v7_regmr,
+	.isend = v7_isend,
+	.irecv = v7_irecv,
+	COMMON_TAIL,
+};
+
+EXPORT const ncclNet_v8_t ncclNetPlugin_v8 = {
+	.name = PLUGIN_NAME,
+	.init = v7_init,
+	.devices = core_devices,
+	.getProperties = v8_props,
+	.listen = core_listen,
+	.connect = v7_connect,
+	.accept = v7_accept,
+	.regMr = v8_regmr,
+	.isend = v7_isend,
+	.irecv = v7_irecv,
+	COMMON_TAIL,
+};
+
+EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
+	.name = PLUGIN_NAME,
+	.init = v7_init,
+	.devices = core_devices,
+	.getProperties = v9_props,
+	.listen = core_listen,
+	.connect = v7_connect,
+	.accept = v7_accept,
+	.regMr = v8_regmr,
+	.isend = v9_isend,
+	.irecv = v9_irecv,
+	.makeVDevice = NULL,
+	COMMON_TAIL,
+};
+
+EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
+	.name = PLUGIN_NAME,
+	.init = v10_init,
+	.devices = core_devices,
+	.getProperties = v9_props,
+	.listen = core_listen,
+	.connect = v10_connect,
+	.accept = v7_accept,
+	.regMr = v8_regmr,
+	.isend = v10_isend,
+	.irecv = v10_irecv,
+	.makeVDevice = NULL,
+	COMMON_TAIL,
+};

@@ -1,0 +1,1461 @@
+// SPDX-License-Identifier: MIT
+/*
+ * netconf - conformance harness for NCCL/RCCL net plugins (written for the
+ * OdinLink odl_tb5 plugin, but it only uses the ncclNet ABI).
+ *
+ * It loads the plugin the way NCCL/RCCL do (file-name rules from
+ * NCCL_NET_PLUGIN, dlopen RTLD_NOW|RTLD_LOCAL, newest ncclNetPlugin_vN
+ * first), checks the function table, and drives two ranks the way NCCL's
+ * proxy does: one thread alternating connect/accept, NULL-request retries,
+ * test polling, closeListen right after accept.
+ *
+ * Modes:
+ *   netconf [opts]                       spawn two ranks on this host; each child
+ *                                        gets ODL_TB5_DEVICE=shm:<name>:<a|b>
+ *                                        (unless --no-shm); out-of-band channel
+ *                                        is a socketpair
+ *   netconf --rank 0 --oob-listen PORT   one rank per machine (two VMs): the
+ *   netconf --rank 1 --oob-connect H:P   device comes from ODL_TB5_DEVICE (e.g.
+ *                                        "0" for /dev/odl_tb5_0) or the plugin's
+ *                                        own discovery; OOB over TCP
+ *   netconf --load-only                  loader rules + table checks + init, one
+ *                                        process (the "fresh process" test)
+ * Options: --api N (7..10, default newest exported), --flavour nccl|rccl
+ *          (file-name rule; default rccl), --quick (sizes up to 4 MiB),
+ *          --max-size BYTES, --timeout SEC (spawn mode, default 300).
+ * Output: TAP lines "ok N - rankR: name" / "not ok ...".
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "odl_nccl_net.h"
+
+/* ------------------------------------------------------------------ */
+/* reporting */
+
+static int g_rank = -1;
+static int g_tapn;
+static int g_oob = -1;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+#define FAILF(...)                                                                    \
+	do {                                                                          \
+		say("not ok %d - rank%d: %s:%d: ", ++g_tapn, g_rank, __func__, __LINE__); \
+		say(__VA_ARGS__);                                                     \
+		say("\n");                                                            \
+		exit(1);                                                              \
+	} while (0)
+#define CHECK(cond, ...)                      \
+	do {                                  \
+		if (!(cond))                  \
+			FAILF(__VA_ARGS__);   \
+	} while (0)
+#define OKR(r, what) CHECK((r) == ncclSuccess, "%s returned %d", what, (int)(r))
+
+static int g_pass_as_comment; /* spawn mode: rank 1's passes are comments */
+static void pass(const char *name)
+{
+	if (g_pass_as_comment)
+		say("# rank%d ok: %s\n", g_rank, name);
+	else
+		say("ok %d - rank%d: %s\n", ++g_tapn, g_rank, name);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* out-of-band channel (socketpair locally, TCP across machines) */
+
+static void oob_write(const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t k = write(g_oob, c, n);
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			FAILF("oob write: %s", strerror(errno));
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+}
+
+static void oob_read(void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t k = read(g_oob, c, n);
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			FAILF("oob read: %s (peer failed?)", k == 0 ? "EOF" : strerror(errno));
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+}
+
+static void barrier(void)
+{
+	char b = 'B', r;
+
+	oob_write(&b, 1);
+	oob_read(&r, 1);
+	CHECK(r == 'B', "barrier desync");
+}
+
+static uint64_t exchange_u64(uint64_t v)
+{
+	uint64_t r;
+
+	oob_write(&v, sizeof(v));
+	oob_read(&r, sizeof(r));
+	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* loader, by the rules of NCCL >= 2.27.7 / RCCL current (ref 1.2) */
+
+static const char *g_flavour = "rccl";
+static void *g_lib;
+static int g_api;
+static const void *g_tab;
+static char g_libname[512];
+
+static void *load_plugin(void)
+{
+	const char *x = getenv("NCCL_NET_PLUGIN");
+	char name[512];
+	void *h;
+
+	if (!x || !*x)
+		snprintf(name, sizeof(name), "lib%s-net.so", g_flavour);
+	else
+		snprintf(name, sizeof(name), "%s", x);
+	/* entry verbatim first */
+	h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h && x && *x && !strchr(x, '/') &&
+	    !(strncmp(x, "lib", 3) == 0 && strlen(x) > 6 && strcmp(x + strlen(x) - 3, ".so") == 0)) {
+		snprintf(name, sizeof(name), "lib%s-net-%s.so", g_flavour, x);
+		h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	}
+	if (!h)
+		FAILF("dlopen: %s", dlerror());
+	snprintf(g_libname, sizeof(g_libname), "%s", name);
+	return h;
+}
+
+static void pick_table(int want)
+{
+	char sym[64];
+
+	for (int v = 10; v >= 7; v--) {
+		if (want && v != want)
+			continue;
+		snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
+		g_tab = dlsym(g_lib, sym);
+		if (g_tab) {
+			g_api = v;
+			return;
+		}
+	}
+	FAILF("no ncclNetPlugin_v%s symbol in %s", want ? "<requested>" : "7..10", g_libname);
+}
+
+/* Version-independent calls through the chosen table. */
+#define T7 ((const ncclNet_v7_t *)g_tab)
+#define T8 ((const ncclNet_v8_t *)g_tab)
+#define T9 ((const ncclNet_v9_t *)g_tab)
+#define T10 ((const ncclNet_v10_t *)g_tab)
+
+static void logger(ncclDebugLogLevel lvl, unsigned long flags, const char *file, int line,
+		   const char *fmt, ...)
+{
+	(void)flags;
+	if (lvl > NCCL_LOG_WARN && !getenv("NETCONF_VERBOSE"))
+		return;
+	va_list ap;
+	fprintf(stderr, "[rank%d] plugin %s %s:%d: ", g_rank, lvl == NCCL_LOG_WARN ? "WARN" : "INFO",
+		file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static ncclResult_t n_init(ncclDebugLogger_t l)
+{
+	return g_api >= 10 ? T10->init(l, NULL) : T7->init(l);
+}
+static ncclResult_t n_devices(int *n) { return T7->devices(n); }
+static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
+{
+	ncclResult_t r;
+
+	if (g_api == 7)
+		return T7->getProperties(dev, p);
+	if (g_api == 8) {
+		ncclNetProperties_v8_t q;
+		r = T8->getProperties(dev, p ? &q : NULL);
+		if (r == ncclSuccess && p)
+			*p = (ncclNetProperties_v7_t){ q.name, q.pciPath, q.guid, q.ptrSupport,
+						       q.speed, q.port, q.latency, q.maxComms,
+						       q.maxRecvs, q.netDeviceType,
+						       q.netDeviceVersion };
+		return r;
+	}
+	ncclNetProperties_v9_t q;
+	r = (g_api == 9 ? T9->getProperties(dev, p ? &q : NULL)
+			: T10->getProperties(dev, p ? &q : NULL));
+	if (r == ncclSuccess && p) {
+		*p = (ncclNetProperties_v7_t){ q.name, q.pciPath, q.guid, q.ptrSupport, q.speed,
+					       q.port, q.latency, q.maxComms, q.maxRecvs,
+					       q.netDeviceType, q.netDeviceVersion };
+		CHECK(q.vProps.ndevs >= 1 && q.maxP2pBytes > 0 && q.maxCollBytes > 0,
+		      "v9+ properties vProps/maxP2pBytes unset");
+	}
+	return r;
+}
+static ncclResult_t n_listen(int dev, void *h, void **l) { return T7->listen(dev, h, l); }
+static ncclResult_t n_connect(int dev, void *h, void **s)
+{
+	ncclNetDeviceHandle_v7_t *dh = NULL;
+	ncclNetCommConfig_v10_t cfg = { -1 };
+
+	/* NCCL passes a pointer to a NULL device handle for host plugins */
+	if (g_api >= 10)
+		return T10->connect(dev, &cfg, h, s, &dh);
+	return T7->connect(dev, h, s, &dh);
+}
+static ncclResult_t n_accept(void *l, void **r)
+{
+	ncclNetDeviceHandle_v7_t *dh = NULL;
+
+	return T7->accept(l, r, &dh);
+}
+static ncclResult_t n_regmr(void *c, void *d, size_t size, int type, void **mh)
+{
+	if (g_api == 7)
+		return T7->regMr(c, d, (int)size, type, mh);
+	return T8->regMr(c, d, size, type, mh);
+}
+static ncclResult_t n_deregmr(void *c, void *mh) { return T7->deregMr(c, mh); }
+static ncclResult_t n_isend(void *c, void *d, size_t size, int tag, void *mh, void **req)
+{
+	if (g_api <= 8)
+		return T7->isend(c, d, (int)size, tag, mh, req);
+	if (g_api == 9)
+		return T9->isend(c, d, size, tag, mh, req);
+	return T10->isend(c, d, size, tag, mh, NULL, req);
+}
+static ncclResult_t n_irecv(void *c, int n, void **d, const size_t *sizes, int *tags, void **mh,
+			    void **req)
+{
+	int is[8];
+	size_t ss[8];
+	void *ph[8] = { 0 };
+
+	for (int i = 0; i < n && i < 8; i++) {
+		is[i] = (int)sizes[i];
+		ss[i] = sizes[i];
+	}
+	if (g_api <= 8)
+		return T7->irecv(c, n, d, is, tags, mh, req);
+	if (g_api == 9)
+		return T9->irecv(c, n, d, ss, tags, mh, req);
+	return T10->irecv(c, n, d, ss, tags, mh, ph, req);
+}
+static ncclResult_t n_iflush(void *c, int n, void **d, int *sizes, void **mh, void **req)
+{
+	return T7->iflush(c, n, d, sizes, mh, req);
+}
+static ncclResult_t n_test(void *r, int *done, int *sizes) { return T7->test(r, done, sizes); }
+static ncclResult_t n_closeSend(void *c) { return T7->closeSend(c); }
+static ncclResult_t n_closeRecv(void *c) { return T7->closeRecv(c); }
+static ncclResult_t n_closeListen(void *c) { return T7->closeListen(c); }
+
+/* ------------------------------------------------------------------ */
+/* helpers: timed calls, connection set-up like the proxy */
+
+#define CALL_BOUND_S 0.25 /* a non-blocking call must return within this */
+static double g_deadline_s = 30.0;
+static int g_dev;
+
+#define TIMED(expr, what)                                                              \
+	({                                                                             \
+		double t0_ = now_s();                                                  \
+		ncclResult_t r_ = (expr);                                              \
+		double dt_ = now_s() - t0_;                                            \
+		CHECK(dt_ < CALL_BOUND_S, "%s blocked for %.3f s", what, dt_);         \
+		r_;                                                                    \
+	})
+
+static int g_polls_yield;
+static void poll_pause(void)
+{
+	if (++g_polls_yield % 64 == 0)
+		sleep_ms(0 + 1);
+	else
+		sched_yield();
+}
+
+/* Unidirectional comm from `sender` to the other rank. The receiver delays its
+ * first accept by acc_delay ms, the sender its first connect by con_delay ms. */
+static void setup_uni(int sender, int con_delay, int acc_delay, void **sendc, void **recvc)
+{
+	unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
+	double t0;
+
+	*sendc = *recvc = NULL;
+	if (g_rank != sender) {
+		void *l = NULL;
+
+		memset(handle, 0xa5, sizeof(handle));
+		OKR(TIMED(n_listen(g_dev, handle, &l), "listen"), "listen");
+		CHECK(l, "listen returned a NULL comm");
+		oob_write(handle, sizeof(handle));
+		sleep_ms(acc_delay);
+		t0 = now_s();
+		while (!*recvc) {
+			OKR(TIMED(n_accept(l, recvc), "accept"), "accept");
+			CHECK(now_s() - t0 < g_deadline_s, "accept did not complete");
+			if (!*recvc)
+				poll_pause();
+		}
+		/* NCCL closes the listen comm right after accept */
+		OKR(n_closeListen(l), "closeListen");
+	} else {
+		oob_read(handle, sizeof(handle));
+		sleep_ms(con_delay);
+		t0 = now_s();
+		while (!*sendc) {
+			OKR(TIMED(n_connect(g_dev, handle, sendc), "connect"), "connect");
+			CHECK(now_s() - t0 < g_deadline_s, "connect did not complete");
+			if (!*sendc)
+				poll_pause();
+		}
+	}
+}
+
+/* Both directions at once, one thread alternating connect and accept (NCCL's
+ * service thread pattern): returns a send comm to and a recv comm from the peer. */
+static void setup_pair(void **sendc, void **recvc)
+{
+	unsigned char mine[NCCL_NET_HANDLE_MAXSIZE], theirs[NCCL_NET_HANDLE_MAXSIZE];
+	void *l = NULL;
+	double t0 = now_s();
+
+	*sendc = *recvc = NULL;
+	OKR(TIMED(n_listen(g_dev, mine, &l), "listen"), "listen");
+	oob_write(mine, sizeof(mine));
+	oob_read(theirs, sizeof(theirs));
+	while (!*sendc || !*recvc) {
+		if (!*sendc)
+			OKR(TIMED(n_connect(g_dev, theirs, sendc), "connect"), "connect");
+		if (!*recvc) {
+			OKR(TIMED(n_accept(l, recvc), "accept"), "accept");
+			if (*recvc)
+				OKR(n_closeListen(l), "closeListen");
+		}
+		CHECK(now_s() - t0 < g_deadline_s, "connect/accept did not complete");
+		poll_pause();
+	}
+}
+
+static void fill(void *p, size_t n, uint32_t seed)
+{
+	unsigned char *c = p;
+	uint32_t x = seed * 2654435761u + 12345u;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		c[i] = (unsigned char)(x >> 16);
+	}
+}
+
+static bool verify(const void *p, size_t n, uint32_t seed)
+{
+	const unsigned char *c = p;
+	uint32_t x = seed * 2654435761u + 12345u;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		if (c[i] != (unsigned char)(x >> 16))
+			return false;
+	}
+	return true;
+}
+
+/* Post with NULL-request retry (bounded). */
+static void *post_send(void *c, void *d, size_t n, int tag, void *mh)
+{
+	void *req = NULL;
+	double t0 = now_s();
+
+	for (;;) {
+		OKR(TIMED(n_isend(c, d, n, tag, mh, &req), "isend"), "isend");
+		if (req)
+			return req;
+		CHECK(now_s() - t0 < g_deadline_s, "isend never accepted");
+		poll_pause();
+	}
+}
+
+static void *post_recv(void *c, int n, void **d, const size_t *sz, int *tags, void **mh)
+{
+	void *req = NULL;
+	double t0 = now_s();
+
+	for (;;) {
+		OKR(TIMED(n_irecv(c, n, d, sz, tags, mh, &req), "irecv"), "irecv");
+		if (req)
+			return req;
+		CHECK(now_s() - t0 < g_deadline_s, "irecv never accepted");
+		poll_pause();
+	}
+}
+
+/* Test until done; returns the test result of the completing call. */
+static ncclResult_t wait_req(void *req, int *sizes)
+{
+	int done = 0;
+	double t0 = now_s();
+
+	for (;;) {
+		ncclResult_t r = TIMED(n_test(req, &done, sizes), "test");
+		if (r != ncclSuccess || done)
+			return r;
+		CHECK(now_s() - t0 < g_deadline_s, "request never completed");
+		poll_pause();
+	}
+}
+
+/* registered staging areas, like NCCL's per-connection buffers */
+struct area {
+	char *p;
+	size_t n;
+	void *mh;
+};
+
+static void area_init(struct area *a, void *comm, size_t n)
+{
+	a->n = n;
+	a->p = aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+	CHECK(a->p, "out of memory");
+	memset(a->p, 0, n);
+	OKR(n_regmr(comm, a->p, n, NCCL_PTR_HOST, &a->mh), "regMr");
+	CHECK(a->mh, "regMr gave a NULL handle");
+}
+
+static void area_free(struct area *a, void *comm)
+{
+	OKR(n_deregmr(comm, a->mh), "deregMr");
+	free(a->p);
+}
+
+/* ------------------------------------------------------------------ */
+/* tests */
+
+static size_t g_max = 64u << 20;
+
+static void t_table(void)
+{
+	const ncclNet_v7_t *t = g_tab;
+
+	CHECK(t->name && strcmp(t->name, "odl_tb5") == 0, "name '%s'", t->name ? t->name : "(null)");
+	CHECK(t->init && t->devices && t->getProperties && t->listen && t->connect && t->accept &&
+		      t->regMr && t->deregMr && t->isend && t->irecv && t->iflush && t->test &&
+		      t->closeSend && t->closeRecv && t->closeListen,
+	      "a required slot is NULL");
+	/* host plugin: no device offload, no DMA-buf unless advertised */
+	CHECK(!t->getDeviceMr && !t->irecvConsumed, "device-offload slots must be NULL");
+	for (int v = 7; v <= 12; v++) {
+		char s[64];
+		snprintf(s, sizeof(s), "ncclCollNetPlugin_v%d", v);
+		CHECK(!dlsym(g_lib, s), "exports %s (a plain net plugin must not)", s);
+	}
+	for (int v = 7; v <= 10; v++) {
+		char s[64];
+		snprintf(s, sizeof(s), "ncclNetPlugin_v%d", v);
+		const ncclNet_v7_t *tv = dlsym(g_lib, s);
+		CHECK(tv && tv->name && strcmp(tv->name, t->name) == 0 && tv->test && tv->isend,
+		      "table %s missing or incomplete", s);
+	}
+	say("# loaded %s, using ncclNetPlugin_v%d\n", g_libname, g_api);
+	pass("table: slots, versions v7..v10 exported, no CollNet");
+}
+
+static void *props_thread(void *arg)
+{
+	int ndev = *(int *)arg;
+
+	for (int k = 0; k < 200; k++)
+		for (int d = 0; d < ndev; d++) {
+			ncclNetProperties_v7_t p;
+			if (n_props(d, &p) != ncclSuccess || !p.name)
+				return (void *)1;
+		}
+	return NULL;
+}
+
+static int t_init_props(void)
+{
+	int ndev = -1;
+	ncclNetProperties_v7_t p;
+
+	OKR(n_init(NULL), "init(NULL logger)");
+	OKR(n_init(logger), "init(logger) again");
+	OKR(n_devices(&ndev), "devices");
+	CHECK(ndev >= 1, "devices = %d", ndev);
+	for (int d = 0; d < ndev; d++) {
+		memset(&p, 0x5a, sizeof(p));
+		OKR(n_props(d, &p), "getProperties");
+		CHECK(p.name && *p.name, "dev %d: no name", d);
+		CHECK(p.ptrSupport == NCCL_PTR_HOST, "dev %d: ptrSupport %d (host-only expected)", d,
+		      p.ptrSupport);
+		CHECK(p.speed > 0, "dev %d: speed %d", d, p.speed);
+		CHECK(p.latency >= 0 && p.latency < 1000, "dev %d: latency %f", d, p.latency);
+		CHECK(p.maxComms >= 1 && p.maxRecvs >= 1 && p.maxRecvs <= 8, "dev %d: maxComms %d maxRecvs %d", d,
+		      p.maxComms, p.maxRecvs);
+		CHECK(p.netDeviceType == NCCL_NET_DEVICE_HOST && p.netDeviceVersion == 0,
+		      "dev %d: netDeviceType %d version %d", d, p.netDeviceType, p.netDeviceVersion);
+		for (int e = 0; e < d; e++) {
+			ncclNetProperties_v7_t q;
+			OKR(n_props(e, &q), "getProperties");
+			CHECK(strcmp(q.name, p.name) != 0, "devices %d and %d share name %s", e, d, p.name);
+		}
+		say("# dev %d: name %s pci %s guid %016llx speed %d Mbps latency %.1f us maxComms %d maxRecvs %d\n",
+		    d, p.name, p.pciPath ? p.pciPath : "(none)", (unsigned long long)p.guid, p.speed,
+		    p.latency, p.maxComms, p.maxRecvs);
+	}
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, props_thread, &ndev);
+	for (int i = 0; i < 4; i++) {
+		void *rv;
+		pthread_join(th[i], &rv);
+		CHECK(rv == NULL, "concurrent getProperties failed");
+	}
+	pass("init/devices/getProperties (NULL logger, fields, 4 threads)");
+	return ndev;
+}
+
+static void t_bad_calls(int ndev)
+{
+	ncclNetProperties_v7_t p;
+	unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+	void *c = (void *)1, *req = (void *)1, *mh = NULL;
+	int done = 7, sz[8];
+	size_t s1 = 8;
+	void *d1[1] = { h };
+	int tag1[1] = { 0 };
+
+	CHECK(n_props(-1, &p) != ncclSuccess, "getProperties(-1) succeeded");
+	CHECK(n_props(ndev, &p) != ncclSuccess, "getProperties(ndev) succeeded");
+	CHECK(n_props(0, NULL) != ncclSuccess, "getProperties(NULL) succeeded");
+	CHECK(n_devices(NULL) != ncclSuccess, "devices(NULL) succeeded");
+	CHECK(n_listen(ndev, h, &c) != ncclSuccess && c == NULL, "listen(bad dev)");
+	CHECK(n_listen(-5, h, &c) != ncclSuccess, "listen(-5)");
+	CHECK(n_listen(0, NULL, &c) != ncclSuccess, "listen(NULL handle)");
+	/* a handle that is not ours / claims to be larger than 128 bytes */
+	memset(h, 0, sizeof(h));
+	c = (void *)1;
+	CHECK(n_connect(0, h, &c) == ncclInvalidUsage && c == NULL, "connect(zero handle)");
+	void *l = NULL;
+	OKR(n_listen(0, h, &l), "listen");
+	unsigned char bad[NCCL_NET_HANDLE_MAXSIZE];
+	memcpy(bad, h, sizeof(bad));
+	uint32_t big = 4096; /* the handle's length field (bytes 12..15): oversize */
+	memcpy(bad + 12, &big, sizeof(big));
+	CHECK(n_connect(0, bad, &c) == ncclInvalidUsage && c == NULL, "connect(oversize handle)");
+	CHECK(n_connect(ndev, h, &c) != ncclSuccess, "connect(bad dev)");
+	CHECK(n_connect(0, NULL, &c) != ncclSuccess, "connect(NULL handle)");
+	OKR(n_closeListen(l), "closeListen");
+	CHECK(n_accept(NULL, &c) != ncclSuccess && c == NULL, "accept(NULL)");
+	CHECK(n_regmr(NULL, h, 16, NCCL_PTR_HOST, &mh) != ncclSuccess, "regMr(NULL comm)");
+	CHECK(n_deregmr(NULL, NULL) != ncclSuccess, "deregMr(NULL, NULL)");
+	CHECK(n_isend(NULL, h, 8, 0, NULL, &req) != ncclSuccess && req == NULL, "isend(NULL comm)");
+	req = (void *)1;
+	CHECK(n_irecv(NULL, 1, d1, &s1, tag1, NULL, &req) != ncclSuccess && req == NULL,
+	      "irecv(NULL comm)");
+	CHECK(n_iflush(NULL, 1, d1, sz, NULL, &req) != ncclSuccess, "iflush(NULL comm)");
+	CHECK(n_test(NULL, &done, sz) != ncclSuccess, "test(NULL)");
+	CHECK(n_closeSend(NULL) != ncclSuccess, "closeSend(NULL)");
+	CHECK(n_closeRecv(NULL) != ncclSuccess, "closeRecv(NULL)");
+	CHECK(n_closeListen(NULL) != ncclSuccess, "closeListen(NULL)");
+	/* a garbage (non-NULL) comm of the wrong kind */
+	static uint64_t junk[64];
+	CHECK(n_closeSend(junk) != ncclSuccess, "closeSend(junk)");
+	CHECK(n_test(junk, &done, sz) != ncclSuccess, "test(junk)");
+	pass("bad calls return NCCL error codes (NULL comm, oversize handle, unknown device)");
+}
+
+static void t_handshake(void)
+{
+	void *s, *r;
+
+	/* every handshake ends with one message in each direction */
+	struct {
+		const char *name;
+		int con_delay, acc_delay;
+	} cases[] = {
+		{ "connect first (accept delayed)", 0, 150 },
+		{ "accept first (connect delayed)", 150, 0 },
+		{ "interleaved", 0, 0 },
+	};
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		for (int sender = 0; sender < 2; sender++) {
+			setup_uni(sender, cases[k].con_delay, cases[k].acc_delay, &s, &r);
+			char buf[64];
+			void *req, *mh;
+			int sz = -1;
+			if (g_rank == sender) {
+				fill(buf, 33, 77);
+				OKR(n_regmr(s, buf, sizeof(buf), NCCL_PTR_HOST, &mh), "regMr");
+				req = post_send(s, buf, 33, g_rank, mh);
+				OKR(wait_req(req, &sz), "test(send)");
+				CHECK(sz == 33, "send size %d", sz);
+				barrier();
+				OKR(n_deregmr(s, mh), "deregMr");
+				OKR(n_closeSend(s), "closeSend");
+			} else {
+				size_t cap = sizeof(buf);
+				void *d[1] = { buf };
+				int tag = 1 - g_rank;
+				OKR(n_regmr(r, buf, sizeof(buf), NCCL_PTR_HOST, &mh), "regMr");
+				void *mhs[1] = { mh };
+				req = post_recv(r, 1, d, &cap, &tag, mhs);
+				OKR(wait_req(req, &sz), "test(recv)");
+				CHECK(sz == 33 && verify(buf, 33, 77), "recv size %d / data", sz);
+				barrier();
+				OKR(n_deregmr(r, mh), "deregMr");
+				OKR(n_closeRecv(r), "closeRecv");
+			}
+		}
+		char nm[128];
+		snprintf(nm, sizeof(nm), "handshake: %s, both directions, closeListen after accept",
+			 cases[k].name);
+		pass(nm);
+	}
+	/* both ranks connect and accept from one thread at the same time */
+	setup_pair(&s, &r);
+	barrier();
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	barrier();
+	pass("handshake: symmetric, one thread alternating connect/accept");
+}
+
+/* Send `cnt` messages with sizes sz[] both ways at once, verify. */
+static void xfer_both(void *s, void *r, struct area *sa, struct area *ra, const size_t *sz, int cnt,
+		      size_t extra, uint32_t seed)
+{
+	void *sreq[64], *rreq[64];
+	size_t soff = 0, roff = 0, roffs[64];
+
+	CHECK(cnt <= 64, "cnt");
+	for (int i = 0; i < cnt; i++) {
+		size_t cap = sz[i] + extra;
+		void *d[1];
+		int tag = 1 - g_rank;
+		void *mh[1] = { ra->mh };
+
+		CHECK(roff + cap <= ra->n && soff + sz[i] <= sa->n, "area too small");
+		roffs[i] = roff;
+		d[0] = ra->p + roff;
+		rreq[i] = post_recv(r, 1, d, &cap, &tag, mh);
+		roff += (cap + 63) & ~(size_t)63;
+		fill(sa->p + soff, sz[i], seed + (uint32_t)i + 1000u * (uint32_t)g_rank);
+		sreq[i] = post_send(s, sa->p + soff, sz[i], g_rank, sa->mh);
+		soff += (sz[i] + 63) & ~(size_t)63;
+	}
+	for (int i = 0; i < cnt; i++) {
+		int ssz = -1, rsz = -1;
+		OKR(wait_req(sreq[i], &ssz), "test(send)");
+		CHECK((size_t)ssz == sz[i], "send %d: size %d want %zu", i, ssz, sz[i]);
+		OKR(wait_req(rreq[i], &rsz), "test(recv)");
+		CHECK((size_t)rsz == sz[i], "recv %d: size %d want %zu", i, rsz, sz[i]);
+		CHECK(verify(ra->p + roffs[i], sz[i], seed + (uint32_t)i + 1000u * (uint32_t)(1 - g_rank)),
+		      "recv %d (%zu bytes): data mismatch", i, sz[i]);
+	}
+}
+
+static void t_sizes(void *s, void *r)
+{
+	static const size_t all[] = { 0, 1, 7, 8, 63, 4095, 4096, 65537, 262144 - 48, 262144,
+				      (1u << 20) + 3, 4u << 20, 16u << 20, 64u << 20 };
+	struct area sa, ra;
+	size_t big = 0;
+	int n = 0;
+	size_t sz[16];
+
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (all[i] <= g_max)
+			sz[n++] = all[i];
+	for (int i = 0; i < n; i++)
+		big = sz[i] > big ? sz[i] : big;
+	area_init(&sa, s, big + 4096);
+	area_init(&ra, r, big + 8192);
+	for (int i = 0; i < n; i++) {
+		/* one at a time with a larger receive buffer */
+		xfer_both(s, r, &sa, &ra, &sz[i], 1, (size_t)i * 97 + 1, 10u * (uint32_t)i);
+	}
+	/* many in flight (the small ones) */
+	size_t many[32];
+	for (int i = 0; i < 32; i++)
+		many[i] = (size_t)(i * 1531) % 70000;
+	area_free(&sa, s);
+	area_free(&ra, r);
+	area_init(&sa, s, 32 * 70100);
+	area_init(&ra, r, 32 * 70100 + 32 * 64);
+	xfer_both(s, r, &sa, &ra, many, 32, 0, 555);
+	area_free(&sa, s);
+	area_free(&ra, r);
+	char nm[96];
+	snprintf(nm, sizeof(nm), "isend/irecv sizes 0 B .. %zu B, receive larger than send, 32 in flight",
+		 sz[n - 1]);
+	pass(nm);
+}
+
+static void t_grouped(void *s, void *r)
+{
+	struct area sa, ra;
+
+	area_init(&sa, s, 8 * 300000);
+	area_init(&ra, r, 8 * 300000);
+	for (int n = 1; n <= 8; n++) {
+		size_t cap[8], len[8];
+		void *d[8], *mh[8];
+		int tags[8], sizes[8];
+		void *rreq, *sreq[8];
+
+		for (int i = 0; i < n; i++) {
+			len[i] = (size_t)((i * 37337 + n * 101) % 290000);
+			if (i == 1)
+				len[i] = 0; /* a zero-byte member */
+			cap[i] = 290000;
+			d[i] = ra.p + (size_t)i * 300000;
+			mh[i] = ra.mh;
+			tags[i] = 100 + i;
+		}
+		barrier();
+		rreq = post_recv(r, n, d, cap, tags, mh);
+		/* the peer sends its n members in reverse tag order */
+		for (int i = n - 1; i >= 0; i--) {
+			fill(sa.p + (size_t)i * 300000, len[i], 7000u + (uint32_t)(n * 8 + i));
+			sreq[i] = post_send(s, sa.p + (size_t)i * 300000, len[i], 100 + i, sa.mh);
+		}
+		for (int i = 0; i < n; i++)
+			OKR(wait_req(sreq[i], NULL), "test(send)");
+		memset(sizes, 0, sizeof(sizes));
+		OKR(wait_req(rreq, sizes), "test(grouped recv)");
+		for (int i = 0; i < n; i++) {
+			CHECK((size_t)sizes[i] == len[i], "n=%d member %d: size %d want %zu", n, i,
+			      sizes[i], len[i]);
+			CHECK(verify(d[i], len[i], 7000u + (uint32_t)(n * 8 + i)), "n=%d member %d data",
+			      n, i);
+		}
+	}
+	area_free(&sa, s);
+	area_free(&ra, r);
+	pass("grouped receives n = 1..8 with tags (members sent in reverse order, a 0-byte member)");
+}
+
+static void t_saturation(void *s, void *r)
+{
+	enum { MSG = 1024 };
+	struct area sa, ra;
+	static void *sreq[1024], *rreq[64];
+	int k = 0, peer_k;
+	void *extra = NULL;
+
+	area_init(&sa, s, 1024 * (MSG + 64));
+	area_init(&ra, r, 64 * (MSG + 64));
+	barrier();
+	/* receive side: exactly NCCL_NET_MAX_REQUESTS at once, then NULL */
+	for (int i = 0; i < NCCL_NET_MAX_REQUESTS; i++) {
+		size_t cap = MSG + 64;
+		void *d[1] = { ra.p + (size_t)i * (MSG + 64) };
+		int tag = 1 - g_rank;
+		void *mh[1] = { ra.mh };
+		rreq[i] = NULL;
+		OKR(TIMED(n_irecv(r, 1, d, &cap, &tag, mh, &rreq[i]), "irecv"), "irecv");
+		CHECK(rreq[i], "irecv %d of %d returned NULL", i, NCCL_NET_MAX_REQUESTS);
+	}
+	{
+		size_t cap = 16;
+		void *d[1] = { ra.p };
+		int tag = 1 - g_rank;
+		OKR(n_irecv(r, 1, d, &cap, &tag, NULL, &extra), "irecv beyond the limit");
+		CHECK(extra == NULL, "irecv beyond %d outstanding was accepted", NCCL_NET_MAX_REQUESTS);
+	}
+	/* send side: post until the plugin says NULL (at least 32 * 1) */
+	for (k = 0; k < 1024; k++) {
+		void *req = NULL;
+		fill(sa.p + (size_t)k * (MSG + 64), MSG - (size_t)(k % 7), 90000u + (uint32_t)k);
+		OKR(TIMED(n_isend(s, sa.p + (size_t)k * (MSG + 64), MSG - (size_t)(k % 7), g_rank, sa.mh,
+				  &req), "isend"), "isend");
+		if (!req)
+			break;
+		sreq[k] = req;
+	}
+	CHECK(k >= NCCL_NET_MAX_REQUESTS && k < 1024, "sends accepted before NULL: %d", k);
+	peer_k = (int)exchange_u64((uint64_t)k);
+	/* drain: complete receives, repost until all of the peer's sends arrived */
+	int got = 0, posted = NCCL_NET_MAX_REQUESTS, sent_done = 0;
+	int slot_of[64];
+	for (int i = 0; i < NCCL_NET_MAX_REQUESTS; i++)
+		slot_of[i] = i;
+	double t0 = now_s();
+	while (got < peer_k || sent_done < k) {
+		for (int i = 0; i < NCCL_NET_MAX_REQUESTS && got < peer_k; i++) {
+			int done = 0, sz = -1;
+			if (!rreq[i])
+				continue;
+			OKR(n_test(rreq[i], &done, &sz), "test(recv)");
+			if (!done)
+				continue;
+			int m = slot_of[i];
+			CHECK(sz == MSG - m % 7, "msg %d size %d", m, sz);
+			CHECK(verify(ra.p + (size_t)i * (MSG + 64), (size_t)sz, 90000u + (uint32_t)m),
+			      "msg %d data", m);
+			got++;
+			rreq[i] = NULL;
+			if (posted < peer_k) {
+				size_t cap = MSG + 64;
+				void *d[1] = { ra.p + (size_t)i * (MSG + 64) };
+				int tag = 1 - g_rank;
+				void *mh[1] = { ra.mh };
+				rreq[i] = post_recv(r, 1, d, &cap, &tag, mh);
+				slot_of[i] = posted++;
+			}
+		}
+		for (int i = sent_done; i < k; i++) {
+			int done = 0;
+			OKR(n_test(sreq[i], &done, NULL), "test(send)");
+			if (!done)
+				break;
+			sent_done++;
+		}
+		CHECK(now_s() - t0 < g_deadline_s * 2, "saturation drain stuck (got %d/%d sent %d/%d)",
+		      got, peer_k, sent_done, k);
+		poll_pause();
+	}
+	barrier();
+	area_free(&sa, s);
+	area_free(&ra, r);
+	char nm[128];
+	snprintf(nm, sizeof(nm),
+		 "saturation: %d receives then NULL, %d sends then NULL, all completed and verified",
+		 NCCL_NET_MAX_REQUESTS, k);
+	pass(nm);
+}
+
+static void t_truncation_flush_reg(void *s, void *r)
+{
+	char sb[512], rb[512];
+	void *smh, *rmh, *req, *bad = (void *)1;
+	int sz[1];
+
+	OKR(n_regmr(s, sb, sizeof(sb), NCCL_PTR_HOST, &smh), "regMr");
+	OKR(n_regmr(r, rb, sizeof(rb), NCCL_PTR_HOST, &rmh), "regMr");
+	CHECK(n_regmr(r, rb, sizeof(rb), NCCL_PTR_CUDA, &bad) != ncclSuccess && bad == NULL,
+	      "regMr(NCCL_PTR_CUDA) accepted by a host-only plugin");
+	barrier();
+	/* receive smaller than send: both requests fail, framing survives */
+	{
+		size_t cap = 100;
+		void *d[1] = { rb };
+		int tag = 1 - g_rank;
+		void *rreq = post_recv(r, 1, d, &cap, &tag, &rmh);
+		fill(sb, 200, 4242);
+		void *sreq = post_send(s, sb, 200, g_rank, smh);
+		ncclResult_t rs = wait_req(sreq, sz), rr = wait_req(rreq, sz);
+		CHECK(rs != ncclSuccess || rr != ncclSuccess,
+		      "a 200-byte send into a 100-byte receive reported success on both sides");
+		CHECK(rr != ncclSuccess, "receiver not told about the truncation");
+	}
+	barrier();
+	{
+		size_t cap = 300;
+		void *d[1] = { rb };
+		int tag = 1 - g_rank;
+		void *rreq = post_recv(r, 1, d, &cap, &tag, &rmh);
+		fill(sb, 250, 4343);
+		void *sreq = post_send(s, sb, 250, g_rank, smh);
+		OKR(wait_req(sreq, sz), "send after truncation");
+		OKR(wait_req(rreq, sz), "recv after truncation");
+		CHECK(sz[0] == 250 && verify(rb, 250, 4343), "message after truncation damaged");
+	}
+	/* iflush: host memory needs none; NULL request or a request that completes */
+	{
+		void *d[1] = { rb };
+		int fsz[1] = { 250 };
+		void *mh[1] = { rmh };
+		req = (void *)1;
+		OKR(n_iflush(r, 1, d, fsz, mh, &req), "iflush");
+		if (req)
+			OKR(wait_req(req, NULL), "test(flush)");
+	}
+	barrier();
+	OKR(n_deregmr(s, smh), "deregMr");
+	OKR(n_deregmr(r, rmh), "deregMr");
+	pass("receive smaller than send fails that message only; iflush; regMr type check");
+}
+
+struct mc_arg {
+	void *s, *r;
+	int idx, rounds;
+	int fail;
+};
+
+static void *mc_thread(void *p)
+{
+	struct mc_arg *a = p;
+	enum { SZ = 50000 };
+	char *sb = malloc(SZ), *rb = malloc(SZ + 100);
+	void *smh, *rmh;
+
+	if (!sb || !rb || n_regmr(a->s, sb, SZ, NCCL_PTR_HOST, &smh) ||
+	    n_regmr(a->r, rb, SZ + 100, NCCL_PTR_HOST, &rmh)) {
+		a->fail = 1;
+		return NULL;
+	}
+	for (int k = 0; k < a->rounds && !a->fail; k++) {
+		size_t n = (size_t)(k * 977 + a->idx * 13) % SZ, cap = SZ + 100;
+		void *d[1] = { rb }, *mh[1] = { rmh }, *rq = NULL, *sq = NULL;
+		int tag = 1 - g_rank, done = 0, sz = -1;
+		uint32_t seed = (uint32_t)(a->idx * 100000 + k);
+
+		while (!rq)
+			if (n_irecv(a->r, 1, d, &cap, &tag, mh, &rq)) {
+				a->fail = 2;
+				break;
+			}
+		fill(sb, n, seed + (uint32_t)g_rank * 7777u);
+		while (!sq && !a->fail)
+			if (n_isend(a->s, sb, n, g_rank, smh, &sq))
+				a->fail = 3;
+		while (!a->fail && !done) {
+			if (n_test(sq, &done, NULL))
+				a->fail = 4;
+			else if (!done)
+				sched_yield();
+		}
+		done = 0;
+		while (!a->fail && !done) {
+			if (n_test(rq, &done, &sz))
+				a->fail = 5;
+			else if (!done)
+				sched_yield();
+		}
+		if (!a->fail && ((size_t)sz != n || !verify(rb, n, seed + (uint32_t)(1 - g_rank) * 7777u)))
+			a->fail = 6;
+	}
+	n_deregmr(a->s, smh);
+	n_deregmr(a->r, rmh);
+	free(sb);
+	free(rb);
+	return NULL;
+}
+
+static void t_multi_comm(void)
+{
+	enum { NC = 4 };
+	struct mc_arg a[NC];
+	pthread_t th[NC];
+
+	for (int i = 0; i < NC; i++) {
+		setup_pair(&a[i].s, &a[i].r);
+		a[i].idx = i;
+		a[i].rounds = 60;
+		a[i].fail = 0;
+	}
+	barrier();
+	for (int i = 0; i < NC; i++)
+		pthread_create(&th[i], NULL, mc_thread, &a[i]);
+	for (int i = 0; i < NC; i++) {
+		pthread_join(th[i], NULL);
+		CHECK(!a[i].fail, "comm pair %d failed (stage %d)", i, a[i].fail);
+	}
+	barrier();
+	for (int i = 0; i < NC; i++) {
+		OKR(n_closeSend(a[i].s), "closeSend");
+		OKR(n_closeRecv(a[i].r), "closeRecv");
+	}
+	barrier();
+	pass("4 comm pairs per direction driven from 4 threads at once, FIFO per comm");
+}
+
+static void t_close_orders(void)
+{
+	void *s, *r, *req;
+	char buf[256];
+
+	/* 1. sender closes first, receiver after a barrier; 2. the reverse */
+	for (int order = 0; order < 2; order++) {
+		setup_pair(&s, &r);
+		barrier();
+		if (order == 0) {
+			OKR(n_closeSend(s), "closeSend");
+			barrier();
+			OKR(n_closeRecv(r), "closeRecv");
+		} else {
+			OKR(n_closeRecv(r), "closeRecv");
+			barrier();
+			OKR(n_closeSend(s), "closeSend");
+		}
+		barrier();
+	}
+	/* 3. both at once, no barrier between */
+	setup_pair(&s, &r);
+	barrier();
+	OKR(n_closeRecv(r), "closeRecv");
+	OKR(n_closeSend(s), "closeSend");
+	barrier();
+	/* 4. close with requests in flight, MRs deregistered after the close */
+	setup_pair(&s, &r);
+	void *smh, *rmh;
+	OKR(n_regmr(s, buf, sizeof(buf), NCCL_PTR_HOST, &smh), "regMr");
+	OKR(n_regmr(r, buf, sizeof(buf), NCCL_PTR_HOST, &rmh), "regMr");
+	barrier();
+	{
+		size_t cap = 128;
+		void *d[1] = { buf };
+		int tag = 1 - g_rank;
+		req = post_recv(r, 1, d, &cap, &tag, &rmh);
+		req = post_send(s, buf + 128, 64, 12345, smh); /* tag never matches */
+		(void)req;
+	}
+	barrier(); /* both sides have requests in flight */
+	OKR(n_closeSend(s), "closeSend with a request in flight");
+	OKR(n_closeRecv(r), "closeRecv with a request in flight");
+	OKR(n_deregmr(s, smh), "deregMr after closeSend");
+	OKR(n_deregmr(r, rmh), "deregMr after closeRecv");
+	barrier();
+	/* 5. listen comms closed without accept; an unanswered connect is refused */
+	{
+		unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+		void *l = NULL;
+		OKR(n_listen(g_dev, h, &l), "listen");
+		OKR(n_closeListen(l), "closeListen without accept");
+	}
+	barrier();
+	/* 6. repeated create/use/destroy cycles */
+	for (int k = 0; k < 20; k++) {
+		setup_pair(&s, &r);
+		struct area sa, ra;
+		area_init(&sa, s, 4096);
+		area_init(&ra, r, 4096);
+		size_t sz = (size_t)k * 100;
+		xfer_both(s, r, &sa, &ra, &sz, 1, 10, (uint32_t)k);
+		barrier();
+		area_free(&sa, s);
+		area_free(&ra, r);
+		if (k & 1) {
+			OKR(n_closeRecv(r), "closeRecv");
+			OKR(n_closeSend(s), "closeSend");
+		} else {
+			OKR(n_closeSend(s), "closeSend");
+			OKR(n_closeRecv(r), "closeRecv");
+		}
+	}
+	barrier();
+	pass("close in every order, with requests in flight, MR after comm; 20 create/destroy cycles");
+}
+
+/* ---- collectives on top of the plugin (ring, host buffers) ---------- */
+
+struct ring {
+	void *s, *r; /* send to next, receive from prev */
+	struct area sa, ra;
+	int nranks, rank;
+};
+
+/* Send block `sb` bytes at sp to next and receive `rn` bytes from prev into rp,
+ * in pipelined slices of at most `slice` bytes with up to 8 in flight. */
+static void ring_step(struct ring *g, const char *sp, size_t sn, char *rp, size_t rn, size_t slice)
+{
+	size_t soff = 0, roff = 0, sdone = 0, rdone = 0;
+	void *sq[8] = { 0 }, *rq[8] = { 0 };
+	size_t slen[8], rlen[8], rat[8];
+	int sh = 0, st = 0, rh = 0, rt = 0; /* ring indices (head = oldest) */
+	double t0 = now_s();
+
+	/* stage through the registered areas like NCCL does (host buffers) */
+	while (sdone < sn || rdone < rn) {
+		while (st - sh < 8 && soff < sn) {
+			size_t n = sn - soff < slice ? sn - soff : slice;
+			int i = st % 8;
+			char *stage = g->sa.p + (size_t)i * slice;
+			memcpy(stage, sp + soff, n);
+			void *req = NULL;
+			OKR(n_isend(g->s, stage, n, g->rank, g->sa.mh, &req), "isend");
+			if (!req)
+				break;
+			sq[i] = req;
+			slen[i] = n;
+			soff += n;
+			st++;
+		}
+		while (rt - rh < 8 && roff < rn) {
+			size_t n = rn - roff < slice ? rn - roff : slice;
+			int i = rt % 8;
+			void *d[1] = { g->ra.p + (size_t)i * slice };
+			int tag = (g->rank + g->nranks - 1) % g->nranks;
+			void *req = NULL;
+			OKR(n_irecv(g->r, 1, d, &slice, &tag, &g->ra.mh, &req), "irecv");
+			if (!req)
+				break;
+			rq[i] = req;
+			rlen[i] = n;
+			rat[i] = roff;
+			roff += n;
+			rt++;
+		}
+		if (sh < st) {
+			int done = 0, sz = -1, i = sh % 8;
+			OKR(n_test(sq[i], &done, &sz), "test(send)");
+			if (done) {
+				CHECK((size_t)sz == slen[i], "slice send size");
+				sdone += slen[i];
+				sh++;
+			}
+		}
+		if (rh < rt) {
+			int done = 0, sz = -1, i = rh % 8;
+			OKR(n_test(rq[i], &done, &sz), "test(recv)");
+			if (done) {
+				CHECK((size_t)sz == rlen[i], "slice recv size %d want %zu", sz, rlen[i]);
+				memcpy(rp + rat[i], g->ra.p + (size_t)i * slice, rlen[i]);
+				rdone += rlen[i];
+				rh++;
+			}
+		}
+		CHECK(now_s() - t0 < g_deadline_s, "ring step stuck");
+		poll_pause();
+	}
+}
+
+static void t_collectives(void)
+{
+	struct ring g;
+	const size_t slice = 512u << 10;
+	size_t count = (g_max >= (16u << 20) ? 3u << 20 : 1u << 18) + 13; /* floats */
+
+	g.nranks = 2;
+	g.rank = g_rank;
+	setup_pair(&g.s, &g.r); /* with 2 ranks next == prev == peer */
+	area_init(&g.sa, g.s, 8 * slice);
+	area_init(&g.ra, g.r, 8 * slice);
+	barrier();
+
+	/* ring all-reduce (sum) = reduce-scatter + all-gather over nranks chunks */
+	float *x = malloc(count * sizeof(float)), *tmp = malloc(count * sizeof(float));
+	CHECK(x && tmp, "oom");
+	for (size_t i = 0; i < count; i++)
+		x[i] = (float)((g_rank + 1) * (int)(i % 1000)) * 0.5f;
+	size_t chunk = (count + (size_t)g.nranks - 1) / (size_t)g.nranks;
+#define CSTART(c) ((size_t)(c) * chunk < count ? (size_t)(c) * chunk : count)
+#define CLEN(c) (CSTART((c) + 1) - CSTART(c))
+	double t0 = now_s();
+	for (int step = 0; step < g.nranks - 1; step++) {
+		int sc = (g.rank - step + g.nranks) % g.nranks;
+		int rc = (g.rank - step - 1 + 2 * g.nranks) % g.nranks;
+		ring_step(&g, (char *)(x + CSTART(sc)), CLEN(sc) * sizeof(float),
+			  (char *)(tmp + CSTART(rc)), CLEN(rc) * sizeof(float), slice);
+		for (size_t i = CSTART(rc); i < CSTART(rc) + CLEN(rc); i++)
+			x[i] += tmp[i];
+	}
+	for (int step = 0; step < g.nranks - 1; step++) {
+		int sc = (g.rank + 1 - step + g.nranks) % g.nranks;
+		int rc = (g.rank - step + g.nranks) % g.nranks;
+		ring_step(&g, (char *)(x + CSTART(sc)), CLEN(sc) * sizeof(float),
+			  (char *)(x + CSTART(rc)), CLEN(rc) * sizeof(float), slice);
+	}
+	double dt = now_s() - t0;
+	for (size_t i = 0; i < count; i++) {
+		float want = 0;
+		for (int r = 0; r < g.nranks; r++)
+			want += (float)((r + 1) * (int)(i % 1000)) * 0.5f;
+		CHECK(x[i] == want, "all-reduce element %zu = %f want %f", i, x[i], want);
+	}
+	double bytes = (double)count * sizeof(float);
+	say("# all-reduce %zu floats: %.3f s, busbw %.2f GB/s\n", count, dt,
+	    bytes * 2.0 * (g.nranks - 1) / g.nranks / dt / 1e9);
+	barrier();
+	pass("ring all-reduce (sum) over the plugin, result verified");
+
+	/* ring all-gather: every rank contributes an odd-sized block */
+	size_t blk = (g_max >= (16u << 20) ? 3u << 20 : 1u << 18) + 5;
+	char *all = malloc(blk * (size_t)g.nranks);
+	CHECK(all, "oom");
+	fill(all + (size_t)g.rank * blk, blk, 31337u + (uint32_t)g.rank);
+	for (int step = 0; step < g.nranks - 1; step++) {
+		int sb = (g.rank - step + g.nranks) % g.nranks;
+		int rb = (g.rank - step - 1 + g.nranks) % g.nranks;
+		ring_step(&g, all + (size_t)sb * blk, blk, all + (size_t)rb * blk, blk, slice);
+	}
+	for (int r = 0; r < g.nranks; r++)
+		CHECK(verify(all + (size_t)r * blk, blk, 31337u + (uint32_t)r), "all-gather block %d", r);
+	barrier();
+	pass("ring all-gather over the plugin, result verified");
+	area_free(&g.sa, g.s);
+	area_free(&g.ra, g.r);
+	OKR(n_closeSend(g.s), "closeSend");
+	OKR(n_closeRecv(g.r), "closeRecv");
+	free(x);
+	free(tmp);
+	free(all);
+	barrier();
+}
+
+static void run_rank(int want_api)
+{
+	g_lib = load_plugin();
+	pick_table(want_api);
+	t_table();
+	int ndev = t_init_props();
+	const char *d = getenv("NETCONF_DEV");
+	g_dev = d ? atoi(d) : 0;
+	t_bad_calls(ndev);
+	barrier();
+	t_handshake();
+	void *s, *r;
+	setup_pair(&s, &r);
+	barrier();
+	t_sizes(s, r);
+	barrier();
+	t_grouped(s, r);
+	barrier();
+	t_saturation(s, r);
+	barrier();
+	t_truncation_flush_reg(s, r);
+	barrier();
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	barrier();
+	t_multi_comm();
+	t_close_orders();
+	t_collectives();
+	barrier();
+	say("# rank%d: all tests passed (api v%d)\n", g_rank, g_api);
+}
+
+/* ------------------------------------------------------------------ */
+/* load-only mode: the "fresh process" test */
+
+static int load_only(int want_api)
+{
+	g_rank = 0;
+	g_lib = load_plugin();
+	pick_table(want_api);
+	t_table();
+	double t0 = now_s();
+	ncclResult_t r = n_init(logger);
+	CHECK(now_s() - t0 < 5.0, "init took %.1f s", now_s() - t0);
+	if (r == ncclSuccess) {
+		int n = 0;
+		OKR(n_devices(&n), "devices");
+		CHECK(n > 0, "init succeeded with %d devices", n);
+		say("# init ok, %d device(s)\n", n);
+	} else {
+		CHECK(r == ncclSystemError || r == ncclInternalError,
+		      "init failed with unexpected code %d", r);
+		say("# init returned %d (no device on this host): NCCL would fall back\n", r);
+	}
+	pass("loaded by the loader rules with only NCCL_NET_PLUGIN set; init returned cleanly");
+	say("1..%d\n", g_tapn);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int tcp_oob(const char *listen_port, const char *connect_to)
+{
+	int fd = -1, one = 1;
+
+	if (listen_port) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(listen_port)) };
+		int l = socket(AF_INET, SOCK_STREAM, 0);
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (l < 0 || bind(l, (void *)&a, sizeof(a)) || listen(l, 1))
+			FAILF("oob listen: %s", strerror(errno));
+		fd = accept(l, NULL, NULL);
+		close(l);
+	} else {
+		char host[256], *colon;
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+		snprintf(host, sizeof(host), "%s", connect_to);
+		colon = strrchr(host, ':');
+		CHECK(colon, "--oob-connect HOST:PORT");
+		*colon = 0;
+		CHECK(getaddrinfo(host, colon + 1, &hints, &ai) == 0, "resolve %s", host);
+		for (int k = 0; k < 300; k++) {
+			fd = socket(ai->ai_family, SOCK_STREAM, 0);
+			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+				break;
+			close(fd);
+			fd = -1;
+			sleep_ms(100);
+		}
+		freeaddrinfo(ai);
+	}
+	CHECK(fd >= 0, "oob connection failed");
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	int rank = -1, want_api = 0, timeout = 300, no_shm = 0, loadonly = 0;
+	const char *olisten = NULL, *oconnect = NULL;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--rank") && v)
+			rank = atoi(v), i++;
+		else if (!strcmp(a, "--api") && v)
+			want_api = atoi(v), i++;
+		else if (!strcmp(a, "--flavour") && v)
+			g_flavour = v, i++;
+		else if (!strcmp(a, "--oob-listen") && v)
+			olisten = v, i++;
+		else if (!strcmp(a, "--oob-connect") && v)
+			oconnect = v, i++;
+		else if (!strcmp(a, "--timeout") && v)
+			timeout = atoi(v), i++;
+		else if (!strcmp(a, "--max-size") && v)
+			g_max = (size_t)strtoull(v, NULL, 0), i++;
+		else if (!strcmp(a, "--quick"))
+			g_max = 4u << 20;
+		else if (!strcmp(a, "--no-shm"))
+			no_shm = 1;
+		else if (!strcmp(a, "--load-only"))
+			loadonly = 1;
+		else {
+			fprintf(stderr, "usage: see the comment at the top of %s\n", __FILE__);
+			return 2;
+		}
+	}
+	if (strcmp(g_flavour, "nccl") && strcmp(g_flavour, "rccl")) {
+		fprintf(stderr, "--flavour nccl|rccl\n");
+		return 2;
+	}
+	if (loadonly)
+		return load_only(want_api);
+	if (rank >= 0) {
+		g_rank = rank;
+		g_oob = tcp_oob(rank == 0 ? (olisten ? olisten : "29500") : NULL,
+				rank == 0 ? NULL : (oconnect ? oconnect : "127.0.0.1:29500"));
+		run_rank(want_api);
+		barrier();
+		say("1..%d\n", g_tapn);
+		return 0;
+	}
+	/* spawn mode: two ranks on this host over the shm backend */
+	int sv[2];
+	char shm[64];
+	pid_t pid[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return perror("socketpair"), 1;
+	snprintf(shm, sizeof(shm), "netconf%d", (int)getpid());
+	for (int r = 0; r < 2; r++) {
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			char spec[96];
+			g_rank = r;
+			g_oob = sv[r];
+			close(sv[1 - r]);
+			if (!no_shm) {
+				snprintf(spec, sizeof(spec), "shm:%s:%c", shm, r == 0 ? 'a' : 'b');
+				setenv("ODL_TB5_DEVICE", spec, 1);
+			}
+			g_pass_as_comment = r == 1; /* one TAP stream: rank 0's */
+			run_rank(want_api);
+			barrier();
+			if (r == 0)
+				say("1..%d\n", g_tapn);
+			fflush(stdout);
+			exit(0); /* runs the plugin's destructor like a real process exit */
+		}
+	}
+	close(sv[0]);
+	close(sv[1]);
+	int status[2] = { -1, -1 }, left = 2;
+	double t0 = now_s();
+	while (left) {
+		for (int r = 0; r < 2; r++) {
+			if (status[r] != -1)
+				continue;
+			int st;
+			pid_t p = waitpid(pid[r], &st, WNOHANG);
+			if (p == pid[r]) {
+				status[r] = st;
+				left--;
+			}
+		}
+		if (left && now_s() - t0 > timeout) {
+			say("not ok - timeout after %d s, killing ranks\n", timeout);
+			for (int r = 0; r < 2; r++)
+				if (status[r] == -1)
+					kill(pid[r], SIGKILL);
+			timeout = 1 << 30;
+		}
+		if (left)
+			sleep_ms(20);
+	}
+	int ok = 1;
+	for (int r = 0; r < 2; r++) {
+		if (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]) != 0) {
+			ok = 0;
+			say("# rank%d exited with %s %d\n", r, WIFEXITED(status[r]) ? "status" : "signal",
+			    WIFEXITED(status[r]) ? WEXITSTATUS(status[r]) : WTERMSIG(status[r]));
+		}
+	}
+	say("# netconf: %s\n", ok ? "PASS" : "FAIL");
+	return ok ? 0 : 1;
+}

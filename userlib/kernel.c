@@ -1,0 +1,746 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libodl_tb5 kernel backend: /dev/odl_tb5_N through the ioctl ABI of
+ * driver/uapi/odl_tb5_uapi.h (1.x).
+ *
+ * At open the library sets up ODL_KB_COUNT TX and ODL_KB_COUNT RX driver
+ * buffers (BUF_SETUP), maps the whole area and binds the port. Library
+ * buffers are page ranges carved out of that area: a buffer allocated for
+ * one direction lives in that direction's buffers (zero copy); a buffer for
+ * both directions, or caller memory (buf_register), gets a range in each
+ * area and the library copies through them. Driver completions carry the
+ * index of a library slot as cookie; the slot holds the caller's cookie.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/*
+ * The driver's uapi header and the library's public header use some of the
+ * same names (struct odl_tb5_info, ODL_TB5_STATE_*, ...). Include the uapi
+ * one first under other names, keep the constants needed, then undefine
+ * the clashing macros before the public header.
+ */
+#define odl_tb5_info odl_tb5_kinfo
+#define odl_tb5_completion odl_tb5_kcompletion
+#define odl_tb5_stats odl_tb5_kstats
+#include "odl_tb5_uapi.h"
+#undef odl_tb5_info
+#undef odl_tb5_completion
+#undef odl_tb5_stats
+
+enum {
+	K_STATE_CONNECTED = ODL_TB5_STATE_CONNECTED,
+	K_FEAT_E2E = (int)ODL_TB5_FEAT_E2E,
+	K_MAX_OUTSTANDING = ODL_TB5_MAX_OUTSTANDING,
+};
+
+#undef ODL_TB5_STATE_CONNECTED
+#undef ODL_TB5_STATE_DISCONNECTED
+#undef ODL_TB5_FEAT_E2E
+#undef ODL_TB5_MAX_BUFS
+#undef ODL_TB5_MAX_PORT
+
+#include "odl_priv.h"
+
+#define ODL_KB_COUNT	2			/* driver buffers per direction */
+#define ODL_KB_DEF_SIZE	(8ull << 20)		/* bytes per driver buffer */
+#define ODL_KB_PAGE	4096ull
+#define ODL_KB_SLOTS	(2 * K_MAX_OUTSTANDING)
+#define ODL_KB_CQ_BATCH	64
+
+struct kslot {
+	bool used;
+	uint32_t op;
+	uint32_t id;
+	uint64_t cookie, off, len;
+};
+
+struct kpriv {
+	int fd;
+	char path[64];
+	int index;
+	uint8_t *area;
+	size_t area_len;
+	uint64_t bsize;			/* bytes per driver buffer */
+	uint32_t npages;		/* pages per direction */
+	uint8_t *used[2];		/* page maps: [0] TX, [1] RX */
+	int state;			/* ODL_TB5_STATE_* of the library */
+	bool down;			/* link went down: handle finished */
+	uint64_t max_msg;
+	struct kslot slots[ODL_KB_SLOTS];
+	unsigned int nsend, nrecv;	/* outstanding, not reaped */
+	struct odl_tb5_completion *stash; /* converted, not yet returned */
+	unsigned int stash_n, stash_cap;
+};
+
+static struct kpriv *K(struct odl_tb5 *h)
+{
+	return h->be_priv;
+}
+
+static int xioctl(int fd, unsigned long cmd, void *arg)
+{
+	int r;
+
+	do {
+		r = ioctl(fd, cmd, arg);
+	} while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : r;
+}
+
+static int get_info(int fd, struct odl_tb5_kinfo *ki)
+{
+	memset(ki, 0, sizeof(*ki));
+	ki->size = sizeof(*ki);
+	return xioctl(fd, ODL_TB5_IOC_GET_INFO, ki);
+}
+
+
+/* ------------------------------------------------------------------ */
+/* area allocator: page maps over [TX bufs][RX bufs], no range crossing a
+ * driver buffer (a SEND/RECV names one driver buffer). */
+
+static int64_t area_alloc(struct kpriv *k, int dir, uint64_t size)
+{
+	uint32_t need = (uint32_t)((size + ODL_KB_PAGE - 1) / ODL_KB_PAGE);
+	uint32_t per = (uint32_t)(k->bsize / ODL_KB_PAGE), b, i, run;
+
+	if (size > k->bsize)
+		return -EMSGSIZE;
+	for (b = 0; b < ODL_KB_COUNT; b++) {
+		run = 0;
+		for (i = 0; i < per; i++) {
+			run = k->used[dir][b * per + i] ? 0 : run + 1;
+			if (run == need) {
+				uint32_t first = b * per + i + 1 - need, j;
+
+				for (j = 0; j < need; j++)
+					k->used[dir][first + j] = 1;
+				return (int64_t)first * (int64_t)ODL_KB_PAGE;
+			}
+		}
+	}
+	return -ENOSPC;
+}
+
+static void area_free(struct kpriv *k, int dir, int64_t off, uint64_t size)
+{
+	uint32_t first = (uint32_t)(off / (int64_t)ODL_KB_PAGE), j;
+	uint32_t need = (uint32_t)((size + ODL_KB_PAGE - 1) / ODL_KB_PAGE);
+
+	if (off < 0)
+		return;
+	for (j = 0; j < need; j++)
+		k->used[dir][first + j] = 0;
+}
+
+static uint8_t *area_ptr(struct kpriv *k, int dir, int64_t off)
+{
+	return k->area + (dir ? ODL_KB_COUNT * k->bsize : 0) + off;
+}
+
+/* driver buffer id and offset inside it for a direction-relative offset */
+static void area_loc(struct kpriv *k, int dir, uint64_t off, uint32_t *kid,
+		     uint64_t *koff)
+{
+	*kid = (uint32_t)(off / k->bsize) + (dir ? ODL_KB_COUNT : 0);
+	*koff = off % k->bsize;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int k_open(struct odl_tb5 *h, const char *path,
+		  const struct odl_tb5_open_opts *o)
+{
+	struct odl_tb5_buf_setup bs;
+	struct odl_tb5_bind bind;
+	struct odl_tb5_kinfo ki;
+	struct kpriv *k;
+	uint64_t bsize = o->ring_bytes ? o->ring_bytes : ODL_KB_DEF_SIZE;
+	int r;
+
+	if (bsize % ODL_KB_PAGE || bsize > ODL_TB5_MAX_BUF_SIZE ||
+	    2 * ODL_KB_COUNT * bsize > ODL_TB5_MAX_AREA_SIZE)
+		return -EINVAL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	h->be_priv = k;
+	snprintf(k->path, sizeof(k->path), "%s", path);
+	if (sscanf(path, "/dev/odl_tb5_%d", &k->index) != 1)
+		k->index = -1;
+	k->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (k->fd < 0) {
+		r = errno == ENOENT ? -ENODEV : -errno;
+		goto err_free;
+	}
+	r = get_info(k->fd, &ki);
+	if (r)
+		goto err_close;
+	if (ki.abi_major != ODL_TB5_ABI_MAJOR) {
+		r = -EPROTO;
+		goto err_close;
+	}
+	memset(&bs, 0, sizeof(bs));
+	bs.size = sizeof(bs);
+	bs.tx_count = ODL_KB_COUNT;
+	bs.rx_count = ODL_KB_COUNT;
+	bs.tx_buf_size = bsize;
+	bs.rx_buf_size = bsize;
+	r = xioctl(k->fd, ODL_TB5_IOC_BUF_SETUP, &bs);
+	if (r)
+		goto err_close;
+	k->area_len = bs.mmap_len;
+	k->bsize = bsize;
+	k->area = mmap(NULL, k->area_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       k->fd, 0);
+	if (k->area == MAP_FAILED) {
+		r = -errno;
+		goto err_close;
+	}
+	k->npages = (uint32_t)(ODL_KB_COUNT * bsize / ODL_KB_PAGE);
+	k->used[0] = calloc(k->npages, 1);
+	k->used[1] = calloc(k->npages, 1);
+	k->stash_cap = ODL_KB_SLOTS + ODL_KB_CQ_BATCH;
+	k->stash = calloc(k->stash_cap, sizeof(*k->stash));
+	if (!k->used[0] || !k->used[1] || !k->stash) {
+		r = -ENOMEM;
+		goto err_unmap;
+	}
+	memset(&bind, 0, sizeof(bind));
+	bind.size = sizeof(bind);
+	bind.port = h->port;
+	r = xioctl(k->fd, ODL_TB5_IOC_BIND, &bind);
+	if (r)
+		goto err_unmap;
+	k->max_msg = ki.max_msg_size;
+	if (o->max_msg_size && o->max_msg_size < k->max_msg)
+		k->max_msg = o->max_msg_size;
+	if (k->max_msg > bsize)
+		k->max_msg = bsize;
+	k->state = ki.state == K_STATE_CONNECTED ?
+		ODL_TB5_STATE_CONNECTED : ODL_TB5_STATE_WAITING;
+	return 0;
+
+err_unmap:
+	free(k->used[0]);
+	free(k->used[1]);
+	free(k->stash);
+	munmap(k->area, k->area_len);
+err_close:
+	close(k->fd);
+err_free:
+	free(k);
+	h->be_priv = NULL;
+	return r;
+}
+
+static void k_close(struct odl_tb5 *h)
+{
+	struct kpriv *k = K(h);
+
+	munmap(k->area, k->area_len);
+	close(k->fd);
+	free(k->used[0]);
+	free(k->used[1]);
+	free(k->stash);
+	free(k);
+	h->be_priv = NULL;
+}
+
+static int k_refresh_state(struct odl_tb5 *h)
+{
+	struct kpriv *k = K(h);
+	struct odl_tb5_kinfo ki;
+	int r;
+
+	if (k->down)
+		return k->state;
+	r = get_info(k->fd, &ki);
+	if (r == -ENODEV) {
+		k->down = true;
+		k->state = ODL_TB5_STATE_DISCONNECTED;
+	} else if (!r) {
+		if (ki.state == K_STATE_CONNECTED)
+			k->state = ODL_TB5_STATE_CONNECTED;
+		else if (k->state == ODL_TB5_STATE_CONNECTED) {
+			k->down = true;
+			k->state = ODL_TB5_STATE_DISCONNECTED;
+		}
+	}
+	return k->state;
+}
+
+static int k_wait_peer(struct odl_tb5 *h, int timeout_ms)
+{
+	uint64_t deadline = odl_deadline(timeout_ms);
+
+	for (;;) {
+		int s = k_refresh_state(h);
+
+		if (s == ODL_TB5_STATE_CONNECTED)
+			return 0;
+		if (s == ODL_TB5_STATE_DISCONNECTED)
+			return -ECONNRESET;
+		if (timeout_ms == 0)
+			return -ENOTCONN;
+		if (odl_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		pthread_mutex_unlock(&h->lock);
+		usleep(10000);
+		pthread_mutex_lock(&h->lock);
+	}
+}
+
+static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
+{
+	struct kpriv *k = K(h);
+	struct odl_tb5_kinfo ki;
+	int r;
+
+	r = get_info(k->fd, &ki);
+	if (r)
+		return r;
+	k_refresh_state(h);
+	snprintf(info->backend, sizeof(info->backend), "kernel");
+	snprintf(info->name, sizeof(info->name), "%s", k->path);
+	info->index = (int32_t)ki.dev_index;
+	memcpy(info->local_uuid, ki.local_uuid, 16);
+	memcpy(info->peer_uuid, ki.peer_uuid, 16);
+	info->link_speed_gbps = ki.link_speed_gbps;
+	info->link_lanes = ki.link_lanes;
+	info->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
+	info->state = (uint32_t)k->state;
+	info->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD |
+		ODL_TB5_FEAT_ZEROCOPY |
+		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0);
+	info->tx_depth = K_MAX_OUTSTANDING;
+	info->rx_depth = K_MAX_OUTSTANDING;
+	info->max_msg_size = k->max_msg;
+	info->ring_bytes = (uint64_t)ki.tx_ring_size * ki.frame_size;
+	return 0;
+}
+
+static int k_state(struct odl_tb5 *h)
+{
+	return k_refresh_state(h);
+}
+
+static int k_fd(struct odl_tb5 *h)
+{
+	return K(h)->fd;
+}
+
+static int k_buf_alloc(struct odl_tb5 *h, struct odl_buf *b)
+{
+	struct kpriv *k = K(h);
+	bool tx = !(b->flags & ODL_TB5_BUF_RECV) || (b->flags & ODL_TB5_BUF_SEND);
+	bool rx = !(b->flags & ODL_TB5_BUF_SEND) || (b->flags & ODL_TB5_BUF_RECV);
+
+	if (tx) {
+		b->tx_off = area_alloc(k, 0, b->size);
+		if (b->tx_off < 0)
+			return (int)b->tx_off == -EMSGSIZE ? -EINVAL : (int)b->tx_off;
+	}
+	if (rx) {
+		b->rx_off = area_alloc(k, 1, b->size);
+		if (b->rx_off < 0) {
+			int r = (int)b->rx_off;
+
+			area_free(k, 0, b->tx_off, b->size);
+			b->tx_off = -1;
+			return r == -EMSGSIZE ? -EINVAL : r;
+		}
+	}
+	b->addr = tx ? area_ptr(k, 0, b->tx_off) : area_ptr(k, 1, b->rx_off);
+	return 0;
+}
+
+static int k_buf_register(struct odl_tb5 *h, struct odl_buf *b)
+{
+	struct kpriv *k = K(h);
+
+	b->tx_off = area_alloc(k, 0, b->size);
+	if (b->tx_off < 0)
+		return (int)b->tx_off == -EMSGSIZE ? -EINVAL : (int)b->tx_off;
+	b->rx_off = area_alloc(k, 1, b->size);
+	if (b->rx_off < 0) {
+		int r = (int)b->rx_off;
+
+		area_free(k, 0, b->tx_off, b->size);
+		b->tx_off = -1;
+		return r == -EMSGSIZE ? -EINVAL : r;
+	}
+	return 0;
+}
+
+static int k_buf_import(struct odl_tb5 *h, struct odl_buf *b, int fd,
+			uint64_t offset)
+{
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_dmabuf_release rel;
+	int r;
+
+	memset(&im, 0, sizeof(im));
+	im.size = sizeof(im);
+	im.fd = fd;
+	im.flags = ODL_TB5_DMABUF_TX | ODL_TB5_DMABUF_RX;
+	r = xioctl(K(h)->fd, ODL_TB5_IOC_DMABUF_IMPORT, &im);
+	if (r)
+		return r;
+	if (offset > im.length || b->size > im.length - offset) {
+		memset(&rel, 0, sizeof(rel));
+		rel.size = sizeof(rel);
+		rel.handle = im.handle;
+		xioctl(K(h)->fd, ODL_TB5_IOC_DMABUF_RELEASE, &rel);
+		return -EINVAL;
+	}
+	b->kb_handle = im.handle;
+	b->tx_off = (int64_t)offset;	/* base offset inside the DMA-buf */
+	return 0;
+}
+
+static void k_buf_free(struct odl_tb5 *h, struct odl_buf *b)
+{
+	struct kpriv *k = K(h);
+
+	if (b->kind == ODL_BUF_DMABUF) {
+		struct odl_tb5_dmabuf_release rel = { .size = sizeof(rel),
+						      .handle = b->kb_handle };
+
+		xioctl(k->fd, ODL_TB5_IOC_DMABUF_RELEASE, &rel);
+		return;
+	}
+	area_free(k, 0, b->tx_off, b->size);
+	area_free(k, 1, b->rx_off, b->size);
+}
+
+static int slot_get(struct kpriv *k)
+{
+	int i;
+
+	for (i = 0; i < ODL_KB_SLOTS; i++)
+		if (!k->slots[i].used)
+			return i;
+	return -1;
+}
+
+static int map_err(struct kpriv *k, int r)
+{
+	if (r == -ENODEV) {
+		k->down = true;
+		k->state = ODL_TB5_STATE_DISCONNECTED;
+		return -ECONNRESET;
+	}
+	if (r == -ENOTCONN && k->state == ODL_TB5_STATE_CONNECTED) {
+		k->down = true;
+		k->state = ODL_TB5_STATE_DISCONNECTED;
+		return -ECONNRESET;
+	}
+	if (r == -ERANGE)
+		return -EINVAL;
+	return r;
+}
+
+static int k_fetch(struct odl_tb5 *h, int timeout_ms);
+
+/* one SEND/RECV ioctl, waiting for room (EAGAIN) as the flags say */
+static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
+		    uint64_t len, uint64_t cookie, uint32_t flags)
+{
+	struct kpriv *k = K(h);
+	struct odl_buf *b = &h->bufs[id];
+	uint64_t deadline = odl_deadline(h->opts.timeout_ms);
+	int dir = op == ODL_TB5_OP_SEND ? 0 : 1;
+	int64_t loc = dir ? b->rx_off : b->tx_off;
+	uint32_t kid, kflags = 0;
+	uint64_t koff;
+	int s, r;
+
+	if (k->down)
+		return -ECONNRESET;
+	if (len == 0)
+		return -EINVAL;		/* ABI 1.0: no empty messages */
+	if (op == ODL_TB5_OP_SEND && len > k->max_msg)
+		return -EMSGSIZE;
+	if (b->kind == ODL_BUF_DMABUF) {
+		kid = b->kb_handle;
+		koff = (uint64_t)b->tx_off + off;
+		kflags = ODL_TB5_F_DMABUF;
+	} else {
+		if (loc < 0)
+			return -EINVAL;	/* buffer allocated for the other direction */
+		area_loc(k, dir, (uint64_t)loc, &kid, &koff);
+		koff += off;
+	}
+	for (;;) {
+		s = slot_get(k);
+		if (s >= 0) {
+			if (op == ODL_TB5_OP_SEND) {
+				struct odl_tb5_send sd = {
+					.size = sizeof(sd), .flags = kflags,
+					.buf_id = kid, .dst_port = h->port,
+					.offset = koff, .length = len,
+					.cookie = (uint64_t)s };
+				uint8_t *src = (uint8_t *)b->addr + off;
+				uint8_t *dst = area_ptr(k, 0, loc) + off;
+
+				if (b->kind != ODL_BUF_DMABUF && src != dst)
+					memcpy(dst, src, len);
+				r = xioctl(k->fd, ODL_TB5_IOC_SEND, &sd);
+			} else {
+				struct odl_tb5_recv rv = {
+					.size = sizeof(rv), .flags = kflags,
+					.buf_id = kid, .offset = koff,
+					.capacity = len ? len : 1,
+					.cookie = (uint64_t)s };
+
+				r = xioctl(k->fd, ODL_TB5_IOC_RECV, &rv);
+			}
+		} else {
+			r = -EAGAIN;
+		}
+		if (r != -EAGAIN)
+			break;
+		if (flags & ODL_TB5_F_NONBLOCK)
+			return -EAGAIN;
+		if (odl_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		r = k_fetch(h, odl_busy(h, flags) ? 0 : 10);
+		if (r < 0 && r != -ETIMEDOUT)
+			return r;
+	}
+	if (r)
+		return map_err(k, r);
+	k->slots[s] = (struct kslot){ .used = true, .op = op, .id = id,
+				      .cookie = cookie, .off = off, .len = len };
+	if (op == ODL_TB5_OP_SEND)
+		k->nsend++;
+	else
+		k->nrecv++;
+	return 0;
+}
+
+static int k_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
+		  uint64_t cookie, uint32_t flags)
+{
+	return k_submit(h, ODL_TB5_OP_SEND, id, off, len, cookie, flags);
+}
+
+static int k_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
+		       uint64_t cap, uint64_t cookie, uint32_t flags)
+{
+	return k_submit(h, ODL_TB5_OP_RECV, id, off, cap, cookie, flags);
+}
+
+/* convert one driver completion into the stash (or a state change) */
+static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
+{
+	struct kpriv *k = K(h);
+	struct odl_tb5_completion *c;
+	struct kslot *sl;
+	struct odl_buf *b;
+
+	if (kc->type == ODL_TB5_COMP_EVENT) {
+		if (kc->flags & ODL_TB5_CF_LINK_DOWN) {
+			k->down = true;
+			k->state = ODL_TB5_STATE_DISCONNECTED;
+		} else if ((kc->flags & ODL_TB5_CF_LINK_UP) && !k->down) {
+			k->state = ODL_TB5_STATE_CONNECTED;
+		}
+		return;
+	}
+	if (kc->cookie >= ODL_KB_SLOTS || !k->slots[kc->cookie].used)
+		return;		/* not ours: ignore */
+	sl = &k->slots[kc->cookie];
+	c = &k->stash[k->stash_n++];
+	memset(c, 0, sizeof(*c));
+	c->cookie = sl->cookie;
+	c->op = sl->op;
+	c->buf_id = sl->id;
+	c->offset = sl->off;
+	c->status = kc->status;
+	c->length = kc->length;
+	if (kc->status == -ECONNRESET) {
+		k->down = true;
+		k->state = ODL_TB5_STATE_DISCONNECTED;
+	}
+	b = odl_buf_get(h, sl->id);
+	if (sl->op == ODL_TB5_OP_RECV && kc->status == 0 && b &&
+	    b->kind != ODL_BUF_DMABUF) {
+		uint8_t *src = area_ptr(k, 1, b->rx_off) + sl->off;
+		uint8_t *dst = (uint8_t *)b->addr + sl->off;
+
+		if (kc->length > sl->len)
+			c->status = -EBADMSG;	/* driver bug: never overrun */
+		else if (src != dst)
+			memcpy(dst, src, kc->length);
+	}
+	sl->used = false;
+}
+
+/* fetch driver completions into the stash; lock dropped while blocking */
+static int k_fetch(struct odl_tb5 *h, int timeout_ms)
+{
+	struct kpriv *k = K(h);
+	struct odl_tb5_kcompletion kc[ODL_KB_CQ_BATCH];
+	struct odl_tb5_poll_cq pq;
+	unsigned int room = k->stash_cap - k->stash_n, i;
+	int r;
+
+	if (!room)
+		return 0;
+	memset(&pq, 0, sizeof(pq));
+	pq.size = sizeof(pq);
+	pq.max_entries = room < ODL_KB_CQ_BATCH ? room : ODL_KB_CQ_BATCH;
+	pq.entries_ptr = (uint64_t)(uintptr_t)kc;
+	pq.entry_size = sizeof(kc[0]);
+	pq.timeout_ms = timeout_ms;
+	if (timeout_ms)
+		pthread_mutex_unlock(&h->lock);
+	r = xioctl(k->fd, ODL_TB5_IOC_POLL_CQ, &pq);
+	if (timeout_ms)
+		pthread_mutex_lock(&h->lock);
+	if (r)
+		return map_err(k, r);
+	for (i = 0; i < pq.count && i < ODL_KB_CQ_BATCH; i++)
+		k_convert(h, &kc[i]);
+	return (int)pq.count;
+}
+
+static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
+		  unsigned int max, int timeout_ms, uint32_t flags)
+{
+	struct kpriv *k = K(h);
+	uint64_t deadline = odl_deadline(timeout_ms);
+	bool busy = odl_busy(h, flags);
+	unsigned int n;
+	int r;
+
+	for (;;) {
+		if (!k->stash_n) {
+			r = k_fetch(h, 0);
+			if (r < 0 && r != -ECONNRESET)
+				return r;
+		}
+		if (k->stash_n)
+			break;
+		if (k->down && !k->nsend && !k->nrecv)
+			return -ECONNRESET;
+		if (timeout_ms == 0)
+			return -EAGAIN;
+		if (odl_now_ns() >= deadline)
+			return -ETIMEDOUT;
+		if (!busy) {
+			uint64_t left = deadline - odl_now_ns();
+			int ms = left > 100000000ull ? 100 :
+				(int)(left / 1000000ull) + 1;
+
+			h->st.waits++;
+			r = k_fetch(h, ms);
+			if (r < 0 && r != -ECONNRESET && r != -EINTR)
+				return r;
+		}
+	}
+	n = k->stash_n < max ? k->stash_n : max;
+	memcpy(c, k->stash, n * sizeof(*c));
+	memmove(k->stash, k->stash + n, (k->stash_n - n) * sizeof(*c));
+	k->stash_n -= n;
+	for (unsigned int i = 0; i < n; i++) {
+		if (c[i].op == ODL_TB5_OP_SEND)
+			k->nsend--;
+		else
+			k->nrecv--;
+	}
+	return (int)n;
+}
+
+static int k_pending(struct odl_tb5 *h, unsigned int *s, unsigned int *r)
+{
+	*s = K(h)->nsend;
+	*r = K(h)->nrecv;
+	return 0;
+}
+
+const struct odl_backend odl_backend_kernel = {
+	.name = "kernel",
+	.open = k_open,
+	.close = k_close,
+	.wait_peer = k_wait_peer,
+	.info = k_info,
+	.state = k_state,
+	.fd = k_fd,
+	.buf_alloc = k_buf_alloc,
+	.buf_register = k_buf_register,
+	.buf_import = k_buf_import,
+	.buf_free = k_buf_free,
+	.send = k_send,
+	.post_recv = k_post_recv,
+	.poll = k_poll,
+	.pending = k_pending,
+};
+
+/* ------------------------------------------------------------------ */
+/* discovery */
+
+ODL_EXPORT int odl_tb5_list(struct odl_tb5_info *infos, size_t max)
+{
+	DIR *d;
+	struct dirent *de;
+	int n = 0;
+
+	if (!infos && max)
+		return -EINVAL;
+	d = opendir("/dev");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct odl_tb5_kinfo ki;
+		char path[64];
+		int idx, fd;
+
+		if (sscanf(de->d_name, "odl_tb5_%d", &idx) != 1 ||
+		    strlen(de->d_name) > 40)
+			continue;
+		snprintf(path, sizeof(path), "/dev/%.40s", de->d_name);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (get_info(fd, &ki) != 0) {
+			close(fd);
+			continue;
+		}
+		if ((size_t)n < max) {
+			struct odl_tb5_info *o = &infos[n];
+
+			memset(o, 0, sizeof(*o));
+			snprintf(o->backend, sizeof(o->backend), "kernel");
+			snprintf(o->name, sizeof(o->name), "%s", path);
+			o->index = (int32_t)ki.dev_index;
+			memcpy(o->local_uuid, ki.local_uuid, 16);
+			memcpy(o->peer_uuid, ki.peer_uuid, 16);
+			o->link_speed_gbps = ki.link_speed_gbps;
+			o->link_lanes = ki.link_lanes;
+			o->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
+			o->state = ki.state == K_STATE_CONNECTED ?
+				ODL_TB5_STATE_CONNECTED : ODL_TB5_STATE_WAITING;
+			o->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD |
+				ODL_TB5_FEAT_ZEROCOPY;
+			o->tx_depth = o->rx_depth = K_MAX_OUTSTANDING;
+			o->max_msg_size = ki.max_msg_size;
+			o->ring_bytes = (uint64_t)ki.tx_ring_size * ki.frame_size;
+		}
+		n++;
+		close(fd);
+	}
+	closedir(d);
+	return n;
+}

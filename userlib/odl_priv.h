@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/* libodl_tb5 internals: the handle, buffers, and the backend interface. */
+#ifndef ODL_PRIV_H
+#define ODL_PRIV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "odl_tb5/odl_tb5.h"
+
+#define ODL_EXPORT __attribute__((visibility("default")))
+
+enum odl_buf_kind {
+	ODL_BUF_NONE = 0,
+	ODL_BUF_ALLOC,		/* allocated by the library (backend memory) */
+	ODL_BUF_REG,		/* caller memory */
+	ODL_BUF_DMABUF,		/* imported DMA-buf (kernel) */
+};
+
+struct odl_buf {
+	enum odl_buf_kind kind;
+	uint32_t flags;		/* ODL_TB5_BUF_* hints */
+	void *addr;		/* CPU address (NULL for DMA-bufs) */
+	uint64_t size;
+	uint32_t users;		/* queued operations naming it */
+	/* backend data */
+	void *map;		/* shm: mmap'd area to munmap */
+	size_t map_len;
+	int dmabuf_fd;
+	uint32_t kb_handle;	/* kernel: DMA-buf handle */
+	int64_t tx_off;		/* kernel: offset in the TX area, -1 none */
+	int64_t rx_off;		/* kernel: offset in the RX area, -1 none */
+};
+
+struct odl_tb5;
+
+struct odl_backend {
+	const char *name;
+	int (*open)(struct odl_tb5 *h, const char *arg,
+		    const struct odl_tb5_open_opts *o);
+	void (*close)(struct odl_tb5 *h);
+	int (*wait_peer)(struct odl_tb5 *h, int timeout_ms);
+	int (*info)(struct odl_tb5 *h, struct odl_tb5_info *info);
+	int (*state)(struct odl_tb5 *h);
+	int (*fd)(struct odl_tb5 *h);
+	int (*buf_alloc)(struct odl_tb5 *h, struct odl_buf *b);
+	int (*buf_register)(struct odl_tb5 *h, struct odl_buf *b);
+	int (*buf_import)(struct odl_tb5 *h, struct odl_buf *b, int fd,
+			  uint64_t offset);
+	void (*buf_free)(struct odl_tb5 *h, struct odl_buf *b);
+	/* validated arguments; called with h->lock held, may drop it to wait */
+	int (*send)(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
+		    uint64_t cookie, uint32_t flags);
+	int (*post_recv)(struct odl_tb5 *h, uint32_t id, uint64_t off,
+			 uint64_t cap, uint64_t cookie, uint32_t flags);
+	int (*poll)(struct odl_tb5 *h, struct odl_tb5_completion *c,
+		    unsigned int max, int timeout_ms, uint32_t flags);
+	int (*pending)(struct odl_tb5 *h, unsigned int *s, unsigned int *r);
+};
+
+struct odl_tb5 {
+	pthread_mutex_t lock;
+	const struct odl_backend *be;
+	void *be_priv;
+	struct odl_tb5_open_opts opts;
+	uint32_t port;
+	bool busy_default;
+	struct odl_buf bufs[ODL_TB5_MAX_BUFS + 1];	/* index = id, 0 unused */
+	struct odl_tb5_stats st;
+};
+
+extern const struct odl_backend odl_backend_shm;
+extern const struct odl_backend odl_backend_kernel;
+
+/* helpers shared by the backends */
+static inline uint64_t odl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* absolute deadline for timeout_ms (-1/negative → UINT64_MAX) */
+static inline uint64_t odl_deadline(int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return UINT64_MAX;
+	return odl_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+static inline bool odl_busy(const struct odl_tb5 *h, uint32_t flags)
+{
+	if (flags & ODL_TB5_F_BUSY_POLL)
+		return true;
+	if (flags & ODL_TB5_F_SLEEP)
+		return false;
+	return h->busy_default;
+}
+
+static inline struct odl_buf *odl_buf_get(struct odl_tb5 *h, uint32_t id)
+{
+	if (id == 0 || id > ODL_TB5_MAX_BUFS || h->bufs[id].kind == ODL_BUF_NONE)
+		return NULL;
+	return &h->bufs[id];
+}
+
+void odl_uuid_from_name(const char *name, uint8_t uuid[16]);
+
+#endif /* ODL_PRIV_H */

@@ -1,0 +1,1094 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libodl_tb5 "shm" backend: two processes on one host, one POSIX shared
+ * memory segment per (NAME, port), same API and semantics as the kernel
+ * device.
+ *
+ * Segment "/odl_tb5.NAME.PORT" (see docs/library.md):
+ *   page 0   header: magic, layout, ring size, per-side state (FREE,
+ *            ATTACHED, DETACHED), per-side futex word + waiter count,
+ *            per-direction producer/consumer byte counters
+ *   then     ring[0] (side a → b), ring[1] (side b → a), ring_bytes each
+ * Each ring is single-producer single-consumer and lock free: nothing a
+ * crashed process leaves half done can block or corrupt its partner. A
+ * message is a 16-byte header {magic, seq, len} and len payload bytes,
+ * padded to 16; it is streamed, so messages may be larger than the ring.
+ *
+ * Liveness: open file description (OFD) locks on the segment's fd. Byte 0
+ * serialises open/close (init lock); byte 1+side is held by a side's
+ * process for as long as it is attached. The kernel drops the lock when a
+ * process dies, so a partner checks it (every ODL_SHM_LIVE_NS while
+ * waiting) and a newcomer finding no lock held recycles the stale segment.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "odl_priv.h"
+
+#define SHM_MAGIC	0x534c444fu	/* "ODLS" */
+#define SHM_LAYOUT	1u
+#define MSG_MAGIC	0x4d4c444fu	/* "ODLM" */
+#define MSG_HDR		16u
+#define SHM_DATA_OFF	4096u
+#define SHM_DEF_RING	(4ull << 20)
+#define SHM_MIN_RING	(64ull << 10)
+#define SHM_MAX_RING	(256ull << 20)
+#define SHM_DEF_MAXMSG	(64ull << 20)
+#define SHM_MAX_MAXMSG	(1ull << 30)
+#define ODL_SHM_LIVE_NS	(10ull * 1000000ull)	/* peer liveness check period */
+#define ODL_SHM_SLICE_MS 10			/* futex sleep slice */
+
+enum { SIDE_FREE = 0, SIDE_ATTACHED = 1, SIDE_DETACHED = 2 };
+
+struct shm_side {
+	_Atomic uint32_t state;
+	_Atomic uint32_t event;		/* futex word: bumped to wake this side */
+	_Atomic uint32_t waiters;
+	uint32_t pid;
+	_Atomic uint64_t max_msg;
+	uint8_t pad[40];
+} __attribute__((aligned(64)));
+
+struct shm_idx {
+	_Atomic uint64_t v;
+	uint8_t pad[56];
+} __attribute__((aligned(64)));
+
+struct shm_seg {
+	uint32_t magic;
+	uint32_t layout;
+	uint64_t ring_bytes;
+	uint64_t seg_bytes;
+	uint32_t port;
+	uint32_t pad0;
+	uint8_t pad[32];
+	struct shm_side side[2];
+	struct shm_idx prod[2];		/* bytes written into ring[i] by side i */
+	struct shm_idx cons[2];		/* bytes of ring[i] consumed by side !i */
+};
+
+_Static_assert(sizeof(struct shm_seg) <= SHM_DATA_OFF, "header too big");
+
+struct msg_hdr {
+	uint32_t magic;
+	uint32_t seq;
+	uint64_t len;
+};
+
+struct shm_op {
+	uint64_t cookie, off, len, done;
+	uint8_t *ptr;
+	uint32_t id;
+	bool hdr;
+};
+
+struct shm_q {
+	struct shm_op *ops;
+	unsigned int cap, head, count;
+};
+
+struct shm_priv {
+	int fd;
+	struct shm_seg *seg;
+	size_t seg_len;
+	uint8_t *ring[2];
+	uint64_t R;
+	int me, peer;
+	char segname[80];
+	char name[80];
+	dev_t dev;
+	ino_t ino;
+	int state;		/* ODL_TB5_STATE_* */
+	int err;		/* error of a DISCONNECTED/ERROR handle */
+	bool peer_gone;		/* peer detached/died; draining what it sent */
+	bool released;		/* our side lock released: segment is read-only history */
+	uint64_t my_max, eff_max;
+	uint64_t tx_pos, rx_pos;
+	uint32_t tx_seq, rx_seq;
+	struct shm_q txq, rxq;
+	unsigned int tx_unreaped, rx_unreaped;
+	bool in_msg, in_discard;
+	uint64_t in_len, in_done;
+	struct odl_tb5_completion *cq;
+	unsigned int cq_cap, cq_head, cq_count;
+	uint64_t last_live;
+};
+
+static struct shm_priv *P(struct odl_tb5 *h)
+{
+	return h->be_priv;
+}
+
+/* ------------------------------------------------------------------ */
+/* futex, locks */
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t val, int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}
+
+static int ofd_lock(int fd, int byte, int type, bool wait)
+{
+	struct flock l = { .l_type = (short)type, .l_whence = SEEK_SET,
+			   .l_start = byte, .l_len = 1 };
+
+	while (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &l) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static bool ofd_held(int fd, int byte)
+{
+	struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+			   .l_start = byte, .l_len = 1 };
+
+	if (fcntl(fd, F_OFD_GETLK, &l) < 0)
+		return true;	/* cannot tell: assume alive */
+	return l.l_type != F_UNLCK;
+}
+
+/* wake side s of the segment */
+static void notify(struct odl_tb5 *h, int s)
+{
+	struct shm_side *sd = &P(h)->seg->side[s];
+
+	atomic_fetch_add(&sd->event, 1);
+	if (atomic_load(&sd->waiters)) {
+		futex_wake(&sd->event);
+		h->st.wakeups++;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* queues */
+
+static void cq_push(struct odl_tb5 *h, uint32_t op, const struct shm_op *o,
+		    int status, uint64_t len)
+{
+	struct shm_priv *p = P(h);
+	struct odl_tb5_completion *c;
+
+	if (p->cq_count == p->cq_cap) {
+		unsigned int ncap = p->cq_cap * 2, i;
+		struct odl_tb5_completion *n = malloc(ncap * sizeof(*n));
+
+		if (!n)
+			abort();	/* bounded by queued ops; tiny */
+		for (i = 0; i < p->cq_count; i++)
+			n[i] = p->cq[(p->cq_head + i) % p->cq_cap];
+		free(p->cq);
+		p->cq = n;
+		p->cq_cap = ncap;
+		p->cq_head = 0;
+	}
+	c = &p->cq[(p->cq_head + p->cq_count) % p->cq_cap];
+	memset(c, 0, sizeof(*c));
+	c->cookie = o->cookie;
+	c->length = len;
+	c->offset = o->off;
+	c->buf_id = o->id;
+	c->op = op;
+	c->status = status;
+	p->cq_count++;
+}
+
+static struct shm_op *q_head(struct shm_q *q)
+{
+	return q->count ? &q->ops[q->head] : NULL;
+}
+
+static void q_pop(struct shm_q *q)
+{
+	q->head = (q->head + 1) % q->cap;
+	q->count--;
+}
+
+static void q_push(struct shm_q *q, const struct shm_op *o)
+{
+	q->ops[(q->head + q->count) % q->cap] = *o;
+	q->count++;
+}
+
+static void fail_all(struct odl_tb5 *h, int err)
+{
+	struct shm_priv *p = P(h);
+	struct shm_op *o;
+
+	while ((o = q_head(&p->txq))) {
+		cq_push(h, ODL_TB5_OP_SEND, o, err, 0);
+		q_pop(&p->txq);
+	}
+	while ((o = q_head(&p->rxq))) {
+		cq_push(h, ODL_TB5_OP_RECV, o, err, 0);
+		q_pop(&p->rxq);
+	}
+	p->in_msg = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* segment life */
+
+static bool same_inode(struct shm_priv *p)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/dev/shm%s", p->segname);
+	return stat(path, &st) == 0 && st.st_dev == p->dev && st.st_ino == p->ino;
+}
+
+/*
+ * Leave the segment: mark our side DETACHED, wake the peer, drop our side
+ * lock; unlink the name if nobody else is attached. After this the handle
+ * never writes the segment again.
+ */
+static void detach(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+
+	if (p->released)
+		return;
+	ofd_lock(p->fd, 0, F_WRLCK, true);
+	atomic_store(&p->seg->side[p->me].state, SIDE_DETACHED);
+	notify(h, p->peer);
+	if (!ofd_held(p->fd, 1 + p->peer) && same_inode(p))
+		shm_unlink(p->segname);
+	ofd_lock(p->fd, 1 + p->me, F_UNLCK, false);
+	ofd_lock(p->fd, 0, F_UNLCK, false);
+	p->released = true;
+}
+
+static void set_error(struct odl_tb5 *h, int err)
+{
+	struct shm_priv *p = P(h);
+
+	fail_all(h, err);
+	p->state = err == -EPROTO ? ODL_TB5_STATE_ERROR : ODL_TB5_STATE_DISCONNECTED;
+	p->err = err;
+	detach(h);
+}
+
+/* ------------------------------------------------------------------ */
+/* data movement */
+
+static void ring_put(struct shm_priv *p, uint64_t pos, const void *src, uint64_t n)
+{
+	uint8_t *r = p->ring[p->me];
+	uint64_t o = pos & (p->R - 1), first = p->R - o;
+
+	if (first > n)
+		first = n;
+	memcpy(r + o, src, first);
+	if (n > first)
+		memcpy(r, (const uint8_t *)src + first, n - first);
+}
+
+static void ring_get(struct shm_priv *p, uint64_t pos, void *dst, uint64_t n)
+{
+	const uint8_t *r = p->ring[p->peer];
+	uint64_t o = pos & (p->R - 1), first = p->R - o;
+
+	if (first > n)
+		first = n;
+	memcpy(dst, r + o, first);
+	if (n > first)
+		memcpy((uint8_t *)dst + first, r, n - first);
+}
+
+static uint64_t pad16(uint64_t n)
+{
+	return (16 - (n & 15)) & 15;
+}
+
+/* write queued sends into our ring; 1 if anything moved, <0 on error */
+static int tx_progress(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+	struct shm_op *o;
+	bool moved = false;
+
+	if (p->state != ODL_TB5_STATE_CONNECTED || p->peer_gone)
+		return 0;
+	while ((o = q_head(&p->txq))) {
+		uint64_t cons = atomic_load_explicit(&p->seg->cons[p->me].v,
+						     memory_order_acquire);
+		uint64_t used = p->tx_pos - cons, space, n;
+
+		if (used > p->R || cons > p->tx_pos)
+			return -EPROTO;
+		space = p->R - used;
+		if (!o->hdr) {
+			struct msg_hdr mh = { MSG_MAGIC, p->tx_seq, o->len };
+
+			if (o->len > p->eff_max) {
+				cq_push(h, ODL_TB5_OP_SEND, o, -EMSGSIZE, 0);
+				q_pop(&p->txq);
+				continue;
+			}
+			if (space < MSG_HDR)
+				break;
+			ring_put(p, p->tx_pos, &mh, MSG_HDR);
+			p->tx_pos += MSG_HDR;
+			space -= MSG_HDR;
+			p->tx_seq++;
+			o->hdr = true;
+			moved = true;
+		}
+		n = o->len - o->done;
+		if (n > space)
+			n = space;
+		if (n) {
+			ring_put(p, p->tx_pos, o->ptr + o->done, n);
+			p->tx_pos += n;
+			o->done += n;
+			space -= n;
+			moved = true;
+		}
+		if (o->done < o->len || space < pad16(o->len))
+			break;
+		p->tx_pos += pad16(o->len);
+		cq_push(h, ODL_TB5_OP_SEND, o, 0, o->len);
+		q_pop(&p->txq);
+	}
+	if (moved) {
+		atomic_store_explicit(&p->seg->prod[p->me].v, p->tx_pos,
+				      memory_order_release);
+		notify(h, p->peer);
+	}
+	return moved;
+}
+
+/* read the peer's ring into posted receives; 1 if anything moved */
+static int rx_progress(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+	bool moved = false;
+
+	for (;;) {
+		uint64_t prod = atomic_load_explicit(&p->seg->prod[p->peer].v,
+						     memory_order_acquire);
+		uint64_t avail = prod - p->rx_pos, n;
+		struct shm_op *o;
+
+		if (avail > p->R || prod < p->rx_pos)
+			return -EPROTO;
+		if (!p->in_msg) {
+			struct msg_hdr mh;
+
+			if (avail < MSG_HDR)
+				break;
+			ring_get(p, p->rx_pos, &mh, sizeof(mh));
+			if (mh.magic != MSG_MAGIC || mh.seq != p->rx_seq ||
+			    mh.len > p->my_max)
+				return -EPROTO;
+			o = q_head(&p->rxq);
+			if (!o)
+				break;
+			p->rx_pos += MSG_HDR;
+			avail -= MSG_HDR;
+			p->rx_seq++;
+			p->in_msg = true;
+			p->in_len = mh.len;
+			p->in_done = 0;
+			p->in_discard = mh.len > o->len;
+			moved = true;
+		}
+		o = q_head(&p->rxq);
+		n = p->in_len - p->in_done;
+		if (n > avail)
+			n = avail;
+		if (n) {
+			if (!p->in_discard)
+				ring_get(p, p->rx_pos, o->ptr + p->in_done, n);
+			p->rx_pos += n;
+			p->in_done += n;
+			avail -= n;
+			moved = true;
+		}
+		if (p->in_done < p->in_len || avail < pad16(p->in_len))
+			break;
+		p->rx_pos += pad16(p->in_len);
+		cq_push(h, ODL_TB5_OP_RECV, o,
+			p->in_discard ? -EMSGSIZE : 0, p->in_len);
+		q_pop(&p->rxq);
+		p->in_msg = false;
+	}
+	if (moved) {
+		atomic_store_explicit(&p->seg->cons[p->peer].v, p->rx_pos,
+				      memory_order_release);
+		notify(h, p->peer);
+	}
+	return moved;
+}
+
+/* a complete message (header + payload + pad) is in the ring */
+static bool rx_complete_msg(struct shm_priv *p)
+{
+	uint64_t prod = atomic_load_explicit(&p->seg->prod[p->peer].v,
+					     memory_order_acquire);
+	uint64_t avail = prod - p->rx_pos;
+	struct msg_hdr mh;
+
+	if (p->in_msg || avail < MSG_HDR || avail > p->R)
+		return false;
+	ring_get(p, p->rx_pos, &mh, sizeof(mh));
+	return mh.len <= avail && avail - MSG_HDR >= mh.len + pad16(mh.len);
+}
+
+/* look at the peer: connect, notice detach/death */
+static void update_peer(struct odl_tb5 *h, bool force_live)
+{
+	struct shm_priv *p = P(h);
+	struct shm_side *ps = &p->seg->side[p->peer];
+	uint32_t st;
+
+	if (p->released || p->peer_gone)
+		return;
+	st = atomic_load(&ps->state);
+	if (st == SIDE_ATTACHED) {
+		uint64_t now = odl_now_ns();
+
+		if (p->state == ODL_TB5_STATE_WAITING) {
+			uint64_t pm = atomic_load(&ps->max_msg);
+
+			p->eff_max = pm < p->my_max ? pm : p->my_max;
+			p->state = ODL_TB5_STATE_CONNECTED;
+		}
+		if (force_live || now - p->last_live >= ODL_SHM_LIVE_NS) {
+			p->last_live = now;
+			if (!ofd_held(p->fd, 1 + p->peer))
+				p->peer_gone = true;
+		}
+	} else if (st == SIDE_DETACHED) {
+		p->peer_gone = true;
+	}
+}
+
+/* one round of progress; returns 1 if anything moved */
+static int progress(struct odl_tb5 *h, bool force_live)
+{
+	struct shm_priv *p = P(h);
+	int a, b;
+
+	if (p->released)
+		return 0;
+	update_peer(h, force_live);
+	a = rx_progress(h);
+	b = a < 0 ? 0 : tx_progress(h);
+	if (a < 0 || b < 0) {
+		set_error(h, -EPROTO);
+		return 1;
+	}
+	if (p->peer_gone) {
+		/* sends can no longer be delivered */
+		struct shm_op *o;
+
+		while ((o = q_head(&p->txq))) {
+			cq_push(h, ODL_TB5_OP_SEND, o, -ECONNRESET, 0);
+			q_pop(&p->txq);
+			a = 1;
+		}
+		/*
+		 * Receives still get every complete message the peer sent
+		 * before it left; once none is left the channel is down.
+		 */
+		if (!rx_complete_msg(p)) {
+			set_error(h, -ECONNRESET);
+			return 1;
+		}
+	}
+	return a || b;
+}
+
+/*
+ * Wait until cond(h) != 0 or the deadline; drops h->lock while sleeping.
+ * cond returns 1 = done, <0 = error to return, 0 = keep waiting.
+ */
+static int wait_for(struct odl_tb5 *h, uint64_t deadline, bool busy,
+		    int (*cond)(struct odl_tb5 *h))
+{
+	struct shm_priv *p = P(h);
+	struct shm_side *me = &p->seg->side[p->me];
+	int r;
+
+	h->st.waits++;
+	for (;;) {
+		uint32_t ev = 0;
+		uint64_t now;
+		bool reg = false;
+
+		if (!p->released) {
+			if (!busy) {
+				atomic_fetch_add(&me->waiters, 1);
+				reg = true;
+			}
+			ev = atomic_load(&me->event);
+		}
+		progress(h, false);
+		r = cond(h);
+		now = odl_now_ns();
+		if (!r && now >= deadline)
+			r = -ETIMEDOUT;
+		if (!r && p->released)
+			r = -ECONNRESET;
+		if (r) {
+			if (reg)
+				atomic_fetch_sub(&me->waiters, 1);
+			return r;
+		}
+		pthread_mutex_unlock(&h->lock);
+		if (busy) {
+			int i;
+
+			for (i = 0; i < 2000 && atomic_load(&me->event) == ev; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+				__builtin_ia32_pause();
+#endif
+			}
+		} else {
+			uint64_t left = deadline - now;
+			int ms = ODL_SHM_SLICE_MS;
+
+			if (left < (uint64_t)ms * 1000000ull)
+				ms = (int)(left / 1000000ull) + 1;
+			futex_wait(&me->event, ev, ms);
+		}
+		pthread_mutex_lock(&h->lock);
+		if (reg)
+			atomic_fetch_sub(&me->waiters, 1);
+	}
+}
+
+static int dead_err(struct shm_priv *p)
+{
+	if (p->state == ODL_TB5_STATE_ERROR)
+		return p->err;
+	if (p->state == ODL_TB5_STATE_DISCONNECTED)
+		return -ECONNRESET;
+	return 0;
+}
+
+static int cond_cq(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+
+	if (p->cq_count)
+		return 1;
+	if (p->peer_gone && !p->txq.count && !p->rxq.count)
+		return -ECONNRESET;	/* nothing queued can ever complete */
+	return dead_err(p);
+}
+
+static int cond_tx_space(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+	int e = dead_err(p);
+
+	if (e)
+		return e;
+	if (p->peer_gone)
+		return -ECONNRESET;
+	return p->txq.count < p->txq.cap;
+}
+
+static int cond_rx_space(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+	int e = dead_err(p);
+
+	if (e)
+		return e;
+	return p->rxq.count < p->rxq.cap;
+}
+
+static int cond_peer(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+	int e = dead_err(p);
+
+	if (e)
+		return e;
+	if (p->peer_gone)
+		return -ECONNRESET;
+	return p->state == ODL_TB5_STATE_CONNECTED;
+}
+
+/* ------------------------------------------------------------------ */
+/* open / close */
+
+static int parse_arg(const char *arg, int role, char *name, size_t nsz, int *side)
+{
+	size_t n = 0;
+	const char *s;
+
+	for (s = arg; *s && *s != ':'; s++) {
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' ||
+		      *s == '-'))
+			return -EINVAL;
+		n++;
+	}
+	if (n == 0 || n > 48 || n >= nsz)
+		return -EINVAL;
+	memcpy(name, arg, n);
+	name[n] = 0;
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	*side = role == ODL_TB5_ROLE_A ? 0 : role == ODL_TB5_ROLE_B ? 1 : -1;
+	if (*s == ':') {
+		int want;
+
+		if (!strcmp(s + 1, "a"))
+			want = 0;
+		else if (!strcmp(s + 1, "b"))
+			want = 1;
+		else
+			return -EINVAL;
+		if (*side >= 0 && *side != want)
+			return -EINVAL;
+		*side = want;
+	}
+	return 0;
+}
+
+static int seg_init(struct shm_priv *p, uint64_t R, uint32_t port)
+{
+	size_t len = SHM_DATA_OFF + 2 * R;
+	struct shm_seg *s;
+
+	if (ftruncate(p->fd, 0) < 0 || ftruncate(p->fd, (off_t)len) < 0)
+		return -errno;
+	s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	if (s == MAP_FAILED)
+		return -errno;
+	s->layout = SHM_LAYOUT;
+	s->ring_bytes = R;
+	s->seg_bytes = len;
+	s->port = port;
+	atomic_thread_fence(memory_order_release);
+	s->magic = SHM_MAGIC;
+	p->seg = s;
+	p->seg_len = len;
+	return 0;
+}
+
+static int seg_map(struct shm_priv *p, size_t size)
+{
+	struct shm_seg *s;
+
+	s = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	if (s == MAP_FAILED)
+		return -errno;
+	p->seg = s;
+	p->seg_len = size;
+	return 0;
+}
+
+static void seg_unmap(struct shm_priv *p)
+{
+	if (p->seg)
+		munmap(p->seg, p->seg_len);
+	p->seg = NULL;
+}
+
+static bool seg_valid(const struct shm_seg *s, size_t size)
+{
+	uint64_t R = s->ring_bytes;
+
+	return s->magic == SHM_MAGIC && s->layout == SHM_LAYOUT &&
+	       R >= SHM_MIN_RING && R <= SHM_MAX_RING && !(R & (R - 1)) &&
+	       s->seg_bytes == size && size == SHM_DATA_OFF + 2 * R;
+}
+
+/* side s can be taken: unlocked, never used in this segment's session */
+static bool side_usable(struct shm_seg *s, const bool held[2], int side)
+{
+	return !held[side] && atomic_load(&s->side[side].state) == SIDE_FREE;
+}
+
+/* one attempt; 1 = retry (segment replaced under us) */
+static int try_attach(struct odl_tb5 *h, int want, uint64_t R)
+{
+	struct shm_priv *p = P(h);
+	struct stat st;
+	bool held[2], stale;
+	int r, side = -1, i;
+
+	p->fd = shm_open(p->segname, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (p->fd < 0)
+		return -errno;
+	r = ofd_lock(p->fd, 0, F_WRLCK, true);
+	if (r)
+		goto out_close;
+	if (fstat(p->fd, &st) < 0) {
+		r = -errno;
+		goto out_close;
+	}
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	if (!same_inode(p)) {
+		r = 1;
+		goto out_close;
+	}
+	held[0] = ofd_held(p->fd, 1);
+	held[1] = ofd_held(p->fd, 2);
+	stale = !held[0] && !held[1];
+	if (st.st_size == 0) {
+		/* new (or left mid-creation): initialise it */
+		r = seg_init(p, R, h->port);
+		if (r)
+			goto out_close;
+	} else if (stale) {
+		/*
+		 * Left by a dead run: give the name to a fresh segment. (Not
+		 * reinitialised in place: a closed handle may still map it.)
+		 */
+		shm_unlink(p->segname);
+		r = 1;
+		goto out_close;
+	} else {
+		r = seg_map(p, (size_t)st.st_size);
+		if (r)
+			goto out_close;
+		if (!seg_valid(p->seg, (size_t)st.st_size)) {
+			r = -EPROTO;	/* not ours, or a newer layout in use */
+			goto out_unmap;
+		}
+	}
+	for (i = 0; i < 2 && side < 0; i++) {
+		int s = want >= 0 ? want : i;
+
+		if (side_usable(p->seg, held, s))
+			side = s;
+		if (want >= 0)
+			break;
+	}
+	if (side < 0) {
+		int s = want >= 0 ? want : 0;
+
+		if (held[s] && (want >= 0 || held[!s])) {
+			r = -EBUSY;	/* endpoint open by another process */
+			goto out_unmap;
+		}
+		/*
+		 * A side was used by a process that is gone while its partner
+		 * still holds the segment: that session is over. Give the
+		 * name to a fresh segment; the partner keeps the old one.
+		 */
+		shm_unlink(p->segname);
+		r = 1;
+		goto out_unmap;
+	}
+	r = ofd_lock(p->fd, 1 + side, F_WRLCK, false);
+	if (r) {
+		r = -EBUSY;
+		goto out_unmap;
+	}
+	p->me = side;
+	p->peer = !side;
+	p->R = p->seg->ring_bytes;
+	p->ring[0] = (uint8_t *)p->seg + SHM_DATA_OFF;
+	p->ring[1] = p->ring[0] + p->R;
+	p->tx_pos = atomic_load(&p->seg->prod[side].v);
+	p->rx_pos = atomic_load(&p->seg->cons[!side].v);
+	p->seg->side[side].pid = (uint32_t)getpid();
+	atomic_store(&p->seg->side[side].max_msg, p->my_max);
+	atomic_store(&p->seg->side[side].state, SIDE_ATTACHED);
+	notify(h, p->peer);
+	ofd_lock(p->fd, 0, F_UNLCK, false);
+	return 0;
+
+out_unmap:
+	seg_unmap(p);
+out_close:
+	close(p->fd);
+	p->fd = -1;
+	return r;
+}
+
+static int shm_open_be(struct odl_tb5 *h, const char *arg,
+		       const struct odl_tb5_open_opts *o)
+{
+	struct shm_priv *p;
+	char name[64];
+	uint64_t R = o->ring_bytes ? o->ring_bytes : SHM_DEF_RING;
+	int r, want, tries;
+
+	r = parse_arg(arg, o->role, name, sizeof(name), &want);
+	if (r)
+		return r;
+	if (R < SHM_MIN_RING || R > SHM_MAX_RING || (R & (R - 1)))
+		return -EINVAL;
+	if (o->max_msg_size > SHM_MAX_MAXMSG)
+		return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	h->be_priv = p;
+	p->fd = -1;
+	p->my_max = o->max_msg_size ? o->max_msg_size : SHM_DEF_MAXMSG;
+	p->eff_max = p->my_max;
+	p->state = ODL_TB5_STATE_WAITING;
+	snprintf(p->segname, sizeof(p->segname), "/odl_tb5.%s.%u", name, h->port);
+	p->txq.cap = o->tx_depth;
+	p->rxq.cap = o->rx_depth;
+	p->cq_cap = o->tx_depth + o->rx_depth;
+	p->txq.ops = calloc(p->txq.cap, sizeof(struct shm_op));
+	p->rxq.ops = calloc(p->rxq.cap, sizeof(struct shm_op));
+	p->cq = calloc(p->cq_cap, sizeof(*p->cq));
+	r = -ENOMEM;
+	if (p->txq.ops && p->rxq.ops && p->cq) {
+		for (tries = 0; tries < 20; tries++) {
+			r = try_attach(h, want, R);
+			if (r <= 0)
+				break;
+		}
+		if (r > 0)
+			r = -EBUSY;
+	}
+	if (r) {
+		free(p->txq.ops);
+		free(p->rxq.ops);
+		free(p->cq);
+		free(p);
+		h->be_priv = NULL;
+		return r;
+	}
+	snprintf(p->name, sizeof(p->name), "shm:%s:%c", name, 'a' + p->me);
+	progress(h, true);
+	return 0;
+}
+
+static void shm_close(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+
+	detach(h);
+	seg_unmap(p);
+	close(p->fd);
+	free(p->txq.ops);
+	free(p->rxq.ops);
+	free(p->cq);
+	free(p);
+	h->be_priv = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* API */
+
+static int shm_wait_peer(struct odl_tb5 *h, int timeout_ms)
+{
+	int r;
+
+	progress(h, true);
+	r = cond_peer(h);
+	if (r)
+		return r < 0 ? r : 0;
+	if (timeout_ms == 0)
+		return -ENOTCONN;
+	r = wait_for(h, odl_deadline(timeout_ms), false, cond_peer);
+	return r < 0 ? r : 0;
+}
+
+static int shm_state(struct odl_tb5 *h)
+{
+	progress(h, true);
+	return P(h)->state;
+}
+
+static int shm_info(struct odl_tb5 *h, struct odl_tb5_info *info)
+{
+	struct shm_priv *p = P(h);
+	char other[96];
+
+	progress(h, true);
+	snprintf(info->backend, sizeof(info->backend), "shm");
+	snprintf(info->name, sizeof(info->name), "%s", p->name);
+	info->index = -1;
+	odl_uuid_from_name(p->name, info->local_uuid);
+	snprintf(other, sizeof(other), "%.*s%c", (int)strlen(p->name) - 1,
+		 p->name, 'a' + p->peer);
+	odl_uuid_from_name(other, info->peer_uuid);
+	info->abi_version = SHM_LAYOUT;
+	info->state = (uint32_t)p->state;
+	info->tx_depth = p->txq.cap;
+	info->rx_depth = p->rxq.cap;
+	info->max_msg_size = p->eff_max;
+	info->ring_bytes = p->R;
+	return 0;
+}
+
+static int shm_fd(struct odl_tb5 *h)
+{
+	(void)h;
+	return -ENOTSUP;
+}
+
+static int shm_buf_alloc(struct odl_tb5 *h, struct odl_buf *b)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t len = (b->size + (size_t)pg - 1) & ~((size_t)pg - 1);
+	void *m;
+
+	(void)h;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	b->addr = m;
+	b->map = m;
+	b->map_len = len;
+	return 0;
+}
+
+static int shm_buf_register(struct odl_tb5 *h, struct odl_buf *b)
+{
+	(void)h;
+	(void)b;
+	return 0;
+}
+
+static int shm_buf_import(struct odl_tb5 *h, struct odl_buf *b, int fd,
+			  uint64_t offset)
+{
+	(void)h;
+	(void)b;
+	(void)fd;
+	(void)offset;
+	return -ENOTSUP;
+}
+
+static void shm_buf_free(struct odl_tb5 *h, struct odl_buf *b)
+{
+	(void)h;
+	if (b->map)
+		munmap(b->map, b->map_len);
+}
+
+static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
+		    uint64_t cookie, uint32_t flags)
+{
+	struct shm_priv *p = P(h);
+	struct shm_op o = { .cookie = cookie, .off = off, .len = len, .id = id };
+	int r;
+
+	progress(h, false);
+	r = cond_tx_space(h);
+	if (r < 0)
+		return r;
+	if (len > p->eff_max)
+		return -EMSGSIZE;
+	if (!r) {
+		if (flags & ODL_TB5_F_NONBLOCK)
+			return -EAGAIN;
+		r = wait_for(h, odl_deadline(h->opts.timeout_ms),
+			     odl_busy(h, flags), cond_tx_space);
+		if (r < 0)
+			return r;
+	}
+	o.ptr = (uint8_t *)h->bufs[id].addr + off;
+	q_push(&p->txq, &o);
+	p->tx_unreaped++;
+	progress(h, false);
+	return 0;
+}
+
+static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
+			 uint64_t cap, uint64_t cookie, uint32_t flags)
+{
+	struct shm_priv *p = P(h);
+	struct shm_op o = { .cookie = cookie, .off = off, .len = cap, .id = id };
+	int r;
+
+	progress(h, false);
+	r = cond_rx_space(h);
+	if (r < 0)
+		return r;
+	if (!r) {
+		if (flags & ODL_TB5_F_NONBLOCK)
+			return -EAGAIN;
+		r = wait_for(h, odl_deadline(h->opts.timeout_ms),
+			     odl_busy(h, flags), cond_rx_space);
+		if (r < 0)
+			return r;
+	}
+	o.ptr = (uint8_t *)h->bufs[id].addr + off;
+	q_push(&p->rxq, &o);
+	p->rx_unreaped++;
+	progress(h, false);
+	return 0;
+}
+
+static int shm_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
+		    unsigned int max, int timeout_ms, uint32_t flags)
+{
+	struct shm_priv *p = P(h);
+	unsigned int n = 0;
+	int r;
+
+	progress(h, false);
+	r = cond_cq(h);
+	if (!r) {
+		if (timeout_ms == 0)
+			return -EAGAIN;
+		r = wait_for(h, odl_deadline(timeout_ms), odl_busy(h, flags),
+			     cond_cq);
+	}
+	if (r < 0 && !p->cq_count)
+		return r;
+	while (n < max && p->cq_count) {
+		c[n] = p->cq[p->cq_head];
+		if (c[n].op == ODL_TB5_OP_SEND)
+			p->tx_unreaped--;
+		else
+			p->rx_unreaped--;
+		p->cq_head = (p->cq_head + 1) % p->cq_cap;
+		p->cq_count--;
+		n++;
+	}
+	return (int)n;
+}
+
+static int shm_pending(struct odl_tb5 *h, unsigned int *s, unsigned int *r)
+{
+	progress(h, false);
+	*s = P(h)->tx_unreaped;
+	*r = P(h)->rx_unreaped;
+	return 0;
+}
+
+const struct odl_backend odl_backend_shm = {
+	.name = "shm",
+	.open = shm_open_be,
+	.close = shm_close,
+	.wait_peer = shm_wait_peer,
+	.info = shm_info,
+	.state = shm_state,
+	.fd = shm_fd,
+	.buf_alloc = shm_buf_alloc,
+	.buf_register = shm_buf_register,
+	.buf_import = shm_buf_import,
+	.buf_free = shm_buf_free,
+	.send = shm_send,
+	.post_recv = shm_post_recv,
+	.poll = shm_poll,
+	.pending = shm_pending,
+};
