@@ -2,10 +2,15 @@
 # VM scenarios, demo and benchmarks (need QEMU, images, cable, agent).
 .PHONY: sim-test demo bench vm-prereqs
 
-vm-prereqs: qemu images sim-bins
+# Guest kernels the scenarios run on besides the default (NAME@KERNEL).
+SIM_EXTRA_KERNELS ?= trixie
 
+vm-prereqs: qemu images sim-bins
+	@for k in $(SIM_EXTRA_KERNELS); do $(MAKE) --no-print-directory images KERNEL=$$k || exit 1; done
+
+# SCENARIOS="tbnet idle" picks scenarios (default: all, see harness/sim-test)
 sim-test: vm-prereqs
-	@bash $(TOP)/harness/sim-test $(if $(SIM_TESTS),$(SIM_TESTS))
+	@bash $(TOP)/harness/sim-test $(SCENARIOS)
 
 demo: vm-prereqs
 	@bash $(TOP)/harness/demo

@@ -181,8 +181,12 @@ struct nhi {
 	bool hotplug_timer_armed;
 	unsigned int hotplug_tries;
 
-	/* link */
+	/* link: as the cable imposes it (phys_*), and as the port sees it */
 	bool cable_connected;
+	bool phys_up;
+	uint8_t phys_lanes;
+	uint32_t phys_gbps;
+	uint64_t phys_peer_uid;
 	bool link_up;
 	uint8_t link_lanes;
 	uint32_t link_gbps;

@@ -26,6 +26,9 @@
 #define ADP_CS5_DHP            (1u << 31)
 #define PORT_CS1_PND           (1u << 31)
 #define PORT_CS1_NR            (1u << 25)
+#define PORT_CS19_DPR          (1u << 0)
+#define PORT_CS19_PC           (1u << 3)
+#define PORT_CS19_PID          (1u << 4)
 
 #define HOP_VALID              (1u << 31)
 #define HOP_PENDING            (1u << 28)
@@ -265,36 +268,60 @@ static void credits_reset(struct nhi *n)
 	}
 }
 
-void router_link_state(struct nhi *n, bool up, uint8_t lanes, uint32_t gbps,
-		       uint64_t peer_uid)
+/* Downstream port reset (PORT_CS_19.DPR) holds the port's link down. */
+static bool port_in_reset(const struct nhi *n)
 {
-	if (up == n->link_up &&
-	    (!up || (lanes == n->link_lanes && gbps == n->link_gbps)))
-		return;
-	nhi_log(n, NHI_LOG_INFO, "link %s (%u lane%s x %u Gb/s, peer uid 0x%016llx)",
-		up ? "up" : "down", lanes, lanes == 1 ? "" : "s", gbps,
-		(unsigned long long)peer_uid);
+	return n->adp[ADP_LANE0].cs[ADP_USB4_CAP + 0x13] & PORT_CS19_DPR;
+}
+
+/*
+ * Apply the link state the port sees: the cable's state, unless the port
+ * is held in reset. Transitions send lane information, credit grants and
+ * hot-plug events like a real port.
+ */
+static void link_apply(struct nhi *n)
+{
+	bool up = n->phys_up && !port_in_reset(n);
+	uint8_t lanes = up ? n->phys_lanes : 0;
+	uint32_t gbps = up ? n->phys_gbps : 0;
 	bool was = n->link_up;
 
+	if (up == was && lanes == n->link_lanes && gbps == n->link_gbps)
+		return;
+	nhi_log(n, NHI_LOG_INFO, "link %s (%u lane%s x %u Gb/s, peer uid 0x%016llx)%s",
+		up ? "up" : "down", lanes, lanes == 1 ? "" : "s", gbps,
+		(unsigned long long)n->phys_peer_uid,
+		n->phys_up && !up ? " (port reset)" : "");
 	n->link_up = up;
-	n->link_lanes = up ? lanes : 0;
-	n->link_gbps = up ? gbps : 0;
-	n->peer_uid = up ? peer_uid : 0;
+	n->link_lanes = lanes;
+	n->link_gbps = gbps;
+	n->peer_uid = up ? n->phys_peer_uid : 0;
 	if (!up)
 		n->peer_lane_valid = false;
 	credits_reset(n);
-	if (up == was)
-		return;
 	if (up) {
+		/* a retrain while up restarts credit accounting too */
 		send_lane_info(n);
 		nhi_e2e_update_all(n);
 	}
+	if (up == was)
+		return;
 	queue_event(n, ADP_LANE0, !up);
 	if (lane_present(n, ADP_LANE1))
 		queue_event(n, ADP_LANE1, !up);
 	router_hotplug_tick(n);
 	if (up)
 		nhi_tx_kick_all(n);
+}
+
+void router_link_state(struct nhi *n, bool up, uint8_t lanes, uint32_t gbps,
+		       uint64_t peer_uid)
+{
+	n->phys_up = up;
+	n->phys_lanes = up ? lanes : 0;
+	n->phys_gbps = up ? gbps : 0;
+	n->phys_peer_uid = up ? peer_uid : 0;
+	link_apply(n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -405,7 +432,9 @@ static void adp_write(struct nhi *n, unsigned int a, unsigned int off,
 	} else if (off >= ADP_USB4_CAP + 2 && off <= ADP_USB4_CAP + 0x11) {
 		cs[off] = v;
 	} else if (off == ADP_USB4_CAP + 0x13) {
-		cs[off] = v & (1u << 4 | 7u << 16);
+		cs[off] = v & (PORT_CS19_DPR | PORT_CS19_PC | PORT_CS19_PID |
+			       7u << 16);
+		link_apply(n);
 	}
 }
 
@@ -888,4 +917,5 @@ void router_reset(struct nhi *n)
 	n->peer_lane_valid = n->peer_lane_valid && n->link_up;
 	if (n->link_up)
 		send_lane_info(n);
+	link_apply(n); /* a port held in reset is released */
 }

@@ -420,6 +420,21 @@ START_TEST(e2e_credits_batched)
 }
 END_TEST
 
+/* A retrain while the link stays up restarts credit accounting: the
+ * receiver grants its free buffers again, nothing stalls. */
+START_TEST(e2e_retrain_regrants)
+{
+	h_rx_start(1, RXD, 8, 0, 0, FRAME_MASKS);
+	h_wr(R_RXOPT(1), F_ENABLE | F_E2E | 1u << 12);
+	for (unsigned int i = 0; i < 4; i++)
+		post_rx(1, i);
+	h_path_rx(8, 1);
+	ck_assert_uint_eq(st()->credits_sent, 4);
+	h_link_state(true, 1, 10, 0x99);
+	ck_assert_uint_eq(st()->credits_sent, 8);
+}
+END_TEST
+
 Suite *suite_data(void)
 {
 	Suite *s = suite_create("data");
@@ -429,6 +444,7 @@ Suite *suite_data(void)
 	tcase_add_test(tc, tx_frame_leaves_on_hop);
 	tcase_add_test(tc, tx_doorbell_deferred_to_bottom_half);
 	tcase_add_test(tc, e2e_credits_batched);
+	tcase_add_test(tc, e2e_retrain_regrants);
 	tcase_add_test(tc, rx_frame_lands_in_ring);
 	tcase_add_test(tc, rx_no_path_dropped);
 	tcase_add_test(tc, rx_link_down_dropped);

@@ -317,6 +317,35 @@ START_TEST(cm_gone_stops_resending)
 }
 END_TEST
 
+/* Downstream port reset (PORT_CS_19.DPR, used by newer kernels at start):
+ * the port's link drops while DPR is set and comes back when it clears,
+ * with unplug and plug events, although the cable stayed plugged. */
+START_TEST(port_reset_bounces_link)
+{
+	struct evcount c;
+
+	h_link_up(2);
+	drain();
+	ack(1, false);
+	ack(2, false);
+	ck_assert_uint_eq((h_cfg_read1(1, 1, 9) >> 26) & 0xf, 2);
+	h_cfg_write1(1, 1, 0x23, h_cfg_read1(1, 1, 0x23) | 1u);
+	ck_assert_uint_eq(h_cfg_read1(1, 1, 0x23) & 1u, 1);
+	ck_assert_uint_eq((h_cfg_read1(1, 1, 9) >> 26) & 0xf, 7);
+	/* the first copy went past the config helpers; it is re-sent */
+	h_advance(10 * MS);
+	c = drain();
+	ck_assert_uint_ge(c.unplug[1], 1);
+	ack(1, true);
+	ack(2, true);
+	h_cfg_write1(1, 1, 0x23, h_cfg_read1(1, 1, 0x23) & ~1u);
+	ck_assert_uint_eq((h_cfg_read1(1, 1, 9) >> 26) & 0xf, 2);
+	h_advance(10 * MS);
+	c = drain();
+	ck_assert_uint_ge(c.plug[1], 1);
+}
+END_TEST
+
 Suite *suite_hotplug(void)
 {
 	Suite *s = suite_create("hotplug");
@@ -330,6 +359,7 @@ Suite *suite_hotplug(void)
 	tcase_add_test(tc, wrong_ack_does_not_stop);
 	tcase_add_test(tc, no_event_before_cs3_valid);
 	tcase_add_test(tc, unplug_event);
+	tcase_add_test(tc, port_reset_bounces_link);
 	tcase_add_test(tc, cable_close_is_unplug);
 	tcase_add_test(tc, ring0_stopped_wakes);
 	tcase_add_test(tc, dhp_suppresses);
