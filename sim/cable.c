@@ -54,6 +54,7 @@ static struct {
 	FILE *trace_fp;      /* --trace file, or NULL */
 	int trace_on;
 	FILE *cap_fp;
+	char reply[65536];   /* one control reply (status JSON can be long) */
 } G;
 
 static volatile sig_atomic_t g_stop;
@@ -272,17 +273,8 @@ static void ctl_command(struct ctl_client *cc, char *cmd)
 		*--end = '\0';
 	if (!*cmd)
 		return;
-	if (!strcmp(cmd, "plug")) {
-		cable_core_plug(&G.core, now);
-		ctl_reply(cc, "ok");
-	} else if (!strcmp(cmd, "unplug")) {
-		cable_core_unplug(&G.core, now);
-		ctl_reply(cc, "ok");
-	} else if (!strcmp(cmd, "status")) {
-		char js[2048];
-
-		cable_core_status_json(&G.core, js, sizeof(js));
-		ctl_reply(cc, js);
+	if (cable_core_ctl(&G.core, cmd, now, G.reply, sizeof(G.reply))) {
+		ctl_reply(cc, G.reply);
 	} else if (!strcmp(cmd, "trace on")) {
 		G.trace_on = 1;
 		ctl_reply(cc, "ok");
@@ -292,7 +284,9 @@ static void ctl_command(struct ctl_client *cc, char *cmd)
 			fflush(G.trace_fp);
 		ctl_reply(cc, "ok");
 	} else if (!strcmp(cmd, "help")) {
-		ctl_reply(cc, "commands: plug unplug status trace on|off help");
+		ctl_reply(cc, "commands: plug unplug status trace on|off help "
+			  "fault seed|list|clear|remove|drop|corrupt|delay|"
+			  "withhold-credits|unplug-after|retrain ... (fault help)");
 	} else {
 		char msg[CTL_LINE_MAX + 64];
 
@@ -409,7 +403,8 @@ static void usage(FILE *f)
 		"usage: cable --dir DIR [--lane-gbps N] [--lanes 1|2] [--latency-us N]\n"
 		"             [--trace FILE] [--unplugged] [--capture FILE]\n"
 		"Listens on DIR/end-a.sock, DIR/end-b.sock (models) and DIR/ctl.sock\n"
-		"(control: plug, unplug, status, trace on|off); writes DIR/cable.pid.\n");
+		"(control: plug, unplug, status, trace on|off, fault ...);\n"
+		"writes DIR/cable.pid. See docs/link-protocol.md.\n");
 }
 
 static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)

@@ -2,6 +2,7 @@
 /* The cable's state machine: see cable_core.h and docs/link-protocol.md. */
 #include "cable_core.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@ struct cable_flight {
 	struct cable_flight *next;
 	uint64_t release;  /* ns: last bit arrives at the far end */
 	uint16_t type;
+	bool delayed;      /* counted in cable_end.delayed */
+	const char *note;  /* CABLE_NOTE_FAULT_* or NULL */
 	size_t len;
 	uint8_t msg[];     /* header + body */
 };
@@ -62,6 +65,7 @@ void cable_core_init(struct cable_core *c, const struct cable_cfg *cfg,
 		c->cfg.queue_limit = CABLE_DEFAULT_QUEUE_LIMIT;
 	c->ops = *ops;
 	c->plugged = cfg->plugged;
+	cable_faults_init(&c->faults);
 }
 
 static void flush_wire(struct cable_core *c, int from, uint64_t now,
@@ -83,6 +87,7 @@ static void flush_wire(struct cable_core *c, int from, uint64_t now,
 	}
 	e->head = e->tail = NULL;
 	e->flight_bytes = 0;
+	e->delayed = 0;
 	e->wire_free_at = 0;
 	e->wire_carry = 0;
 }
@@ -102,7 +107,7 @@ static unsigned umin(unsigned a, unsigned b)
 static void update_link(struct cable_core *c, uint64_t now, int force_end)
 {
 	struct cable_end *a = &c->end[0], *b = &c->end[1];
-	bool up = c->plugged && a->hello && b->hello;
+	bool up = c->plugged && a->hello && b->hello && !c->hold;
 
 	if (up) {
 		unsigned ga = a->info.lane_gbps ? a->info.lane_gbps : ~0u;
@@ -110,6 +115,10 @@ static void update_link(struct cable_core *c, uint64_t now, int force_end)
 
 		c->lanes = umin(c->cfg.lanes, umin(a->info.lanes, b->info.lanes));
 		c->lane_gbps = umin(c->cfg.lane_gbps, umin(ga, gb));
+		if (c->faults.cap_lanes) {
+			c->lanes = umin(c->lanes, c->faults.cap_lanes);
+			c->lane_gbps = umin(c->lane_gbps, c->faults.cap_gbps);
+		}
 	}
 	if (up != c->link_up) {
 		if (up) {
@@ -215,6 +224,7 @@ static void forward(struct cable_core *c, int from, const uint8_t *msg,
 {
 	struct cable_end *e = &c->end[from];
 	struct cable_flight *f;
+	struct cable_fault_verdict v;
 	uint64_t start;
 
 	if (!c->link_up) {
@@ -237,13 +247,32 @@ static void forward(struct cable_core *c, int from, const uint8_t *msg,
 	f->len = len;
 	f->type = type;
 	f->next = NULL;
+	f->note = NULL;
+	f->delayed = false;
+	cable_faults_on_wire(&c->faults, from, f->msg, len, &v);
+	if (v.drop) {
+		e->dropped++;
+		cevent(c, now, from, !from, CABLE_NOTE_DROP_FAULT, f->msg, len);
+		free(f);
+		return;
+	}
+	if (v.corrupted && v.delay_ns)
+		f->note = CABLE_NOTE_FAULT_CORRUPT_DELAY;
+	else if (v.corrupted)
+		f->note = CABLE_NOTE_FAULT_CORRUPT;
+	else if (v.delay_ns)
+		f->note = CABLE_NOTE_FAULT_DELAY;
 	start = e->wire_free_at;
 	if (start < now) {
 		start = now;
 		e->wire_carry = 0;
 	}
 	e->wire_free_at = start + wire_time(c, e, len);
-	f->release = e->wire_free_at + c->cfg.latency_ns;
+	f->release = e->wire_free_at + c->cfg.latency_ns + v.delay_ns;
+	if (v.delay_ns) {
+		f->delayed = true;
+		e->delayed++;
+	}
 	if (e->tail)
 		e->tail->next = f;
 	else
@@ -344,6 +373,7 @@ void cable_core_rx(struct cable_core *c, int end, const uint8_t *buf, size_t n,
 
 void cable_core_plug(struct cable_core *c, uint64_t now)
 {
+	c->replug_at = 0;
 	if (c->plugged)
 		return;
 	c->plugged = true;
@@ -354,6 +384,7 @@ void cable_core_plug(struct cable_core *c, uint64_t now)
 
 void cable_core_unplug(struct cable_core *c, uint64_t now)
 {
+	c->replug_at = 0;
 	if (!c->plugged)
 		return;
 	c->plugged = false;
@@ -361,33 +392,81 @@ void cable_core_unplug(struct cable_core *c, uint64_t now)
 	update_link(c, now, -1);
 }
 
+/* Deliver (or drop for a full queue) one message taken off the wire. */
+static bool deliver(struct cable_core *c, int from, struct cable_flight *f,
+		    uint64_t now)
+{
+	struct cable_end *e = &c->end[from];
+	struct cable_end *peer = &c->end[!from];
+	uint64_t replug_ns = 0;
+	bool unplug = false;
+
+	if (f->type == ODL_LINK_DATA && c->ops.backlog &&
+	    c->ops.backlog(c->ops.ctx, !from) > c->cfg.queue_limit) {
+		e->dropped++;
+		cevent(c, now, from, !from, CABLE_NOTE_DROP_FULL, f->msg,
+		       f->len);
+	} else {
+		cevent(c, now, from, !from, f->note, f->msg, f->len);
+		peer->rx_msgs++;
+		peer->rx_bytes += f->len;
+		c->ops.send(c->ops.ctx, !from, f->msg, f->len);
+		if (f->type == ODL_LINK_DATA)
+			unplug = cable_faults_on_delivered(&c->faults, from,
+							   f->msg, f->len,
+							   &replug_ns);
+	}
+	free(f);
+	if (unplug) {
+		core_log(c, "fault: unplug-after fired (%s->%s)%s",
+			 odl_ep_name(from), odl_ep_name(!from),
+			 replug_ns ? ", replug scheduled" : "");
+		cable_core_unplug(c, now);
+		if (replug_ns)
+			c->replug_at = now + replug_ns;
+	}
+	return unplug;
+}
+
 void cable_core_tick(struct cable_core *c, uint64_t now)
 {
+	if (c->hold && now >= c->hold_until) {
+		c->hold = false;
+		core_log(c, "retrain: link training again");
+		update_link(c, now, -1);
+	}
+	if (c->replug_at && now >= c->replug_at) {
+		c->replug_at = 0;
+		core_log(c, "fault: replug");
+		cable_core_plug(c, now);
+	}
 	for (int from = 0; from < 2; from++) {
 		struct cable_end *e = &c->end[from];
-		struct cable_end *peer = &c->end[!from];
+		struct cable_flight **pp = &e->head, *prev = NULL;
 
-		while (e->head && e->head->release <= now + c->cfg.slack_ns) {
-			struct cable_flight *f = e->head;
+		/*
+		 * Release times are monotonic along the FIFO except for
+		 * messages a delay fault holds back: while there are such,
+		 * scan the whole wire so that other messages overtake them.
+		 */
+		while (*pp) {
+			struct cable_flight *f = *pp;
 
-			e->head = f->next;
-			if (!e->head)
-				e->tail = NULL;
-			e->flight_bytes -= f->len;
-			if (f->type == ODL_LINK_DATA && c->ops.backlog &&
-			    c->ops.backlog(c->ops.ctx, !from) >
-				    c->cfg.queue_limit) {
-				e->dropped++;
-				cevent(c, now, from, !from,
-				       CABLE_NOTE_DROP_FULL, f->msg, f->len);
-			} else {
-				cevent(c, now, from, !from, NULL, f->msg,
-				       f->len);
-				peer->rx_msgs++;
-				peer->rx_bytes += f->len;
-				c->ops.send(c->ops.ctx, !from, f->msg, f->len);
+			if (f->release > now + c->cfg.slack_ns) {
+				if (!e->delayed)
+					break;
+				prev = f;
+				pp = &f->next;
+				continue;
 			}
-			free(f);
+			*pp = f->next;
+			if (e->tail == f)
+				e->tail = prev;
+			e->flight_bytes -= f->len;
+			if (f->delayed)
+				e->delayed--;
+			if (deliver(c, from, f, now))
+				return; /* unplugged: both wires flushed */
 		}
 	}
 }
@@ -396,17 +475,56 @@ uint64_t cable_core_next_deadline(const struct cable_core *c)
 {
 	uint64_t t = UINT64_MAX;
 
+	if (c->hold)
+		t = c->hold_until;
+	if (c->replug_at && c->replug_at < t)
+		t = c->replug_at;
 	for (int i = 0; i < 2; i++) {
-		const struct cable_flight *f = c->end[i].head;
+		const struct cable_flight *f;
 
-		if (f) {
+		for (f = c->end[i].head; f; f = f->next) {
 			uint64_t r = f->release > c->cfg.slack_ns ?
 					     f->release - c->cfg.slack_ns : 0;
 			if (r < t)
 				t = r;
+			if (!c->end[i].delayed)
+				break;
 		}
 	}
 	return t;
+}
+
+int cable_core_retrain(struct cable_core *c, unsigned lanes, unsigned gbps,
+		       bool live, uint64_t down_ns, uint64_t now)
+{
+	c->faults.cap_lanes = lanes;
+	c->faults.cap_gbps = lanes ? gbps : 0;
+	if (!c->link_up && !c->hold)
+		return 0;
+	c->faults.tot_retrains++;
+	if (lanes)
+		core_log(c, "retrain to %u x %u Gb/s (%s)", lanes, gbps,
+			 live ? "live" : "down/up");
+	else
+		core_log(c, "retrain to full rate (%s)", live ? "live" : "down/up");
+	if (c->hold) {
+		/* already held down by a retrain: the new cap applies when
+		 * it comes back */
+		return 1;
+	}
+	if (live) {
+		update_link(c, now, -1);
+		return 1;
+	}
+	c->hold = true;
+	update_link(c, now, -1);
+	if (down_ns) {
+		c->hold_until = now + down_ns;
+	} else {
+		c->hold = false;
+		update_link(c, now, -1);
+	}
+	return 1;
 }
 
 static void json_str(char *out, size_t n, const char *s)
@@ -431,6 +549,7 @@ static void json_str(char *out, size_t n, const char *s)
 size_t cable_core_status_json(const struct cable_core *c, char *buf, size_t n)
 {
 	char ends[2][512];
+	char faults[CABLE_FAULT_MAX * 400 + 512];
 	int r;
 
 	for (int i = 0; i < 2; i++) {
@@ -453,17 +572,183 @@ size_t cable_core_status_json(const struct cable_core *c, char *buf, size_t n)
 			 (unsigned long long)e->dropped, e->flight_bytes,
 			 (unsigned long long)e->connects);
 	}
+	cable_faults_json(&c->faults, faults, sizeof(faults));
 	r = snprintf(buf, n,
 		     "{\"plugged\":%s,\"link_up\":%s,\"ends\":{\"a\":%s,\"b\":%s},"
 		     "\"lanes\":%u,\"lane_gbps\":%u,\"latency_us\":%llu,"
-		     "\"plug_count\":%llu,\"link_up_count\":%llu}",
+		     "\"plug_count\":%llu,\"link_up_count\":%llu,\"faults\":%s}",
 		     c->plugged ? "true" : "false", c->link_up ? "true" : "false",
 		     ends[0], ends[1], c->link_up ? c->lanes : c->cfg.lanes,
 		     c->link_up ? c->lane_gbps : c->cfg.lane_gbps,
 		     (unsigned long long)(c->cfg.latency_ns / 1000u),
 		     (unsigned long long)c->plug_count,
-		     (unsigned long long)c->link_up_count);
+		     (unsigned long long)c->link_up_count, faults);
 	if (r < 0)
 		return 0;
 	return (size_t)r < n ? (size_t)r : (n ? n - 1 : 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* control commands */
+
+static int reply(char *buf, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int reply(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+static int kv_num(const char *w, const char *key, unsigned long long max,
+		  unsigned long long *out)
+{
+	size_t k = strlen(key);
+	char *e;
+
+	if (strncmp(w, key, k) || w[k] != '=' || !w[k + 1] || w[k + 1] == '-')
+		return -1;
+	*out = strtoull(w + k + 1, &e, 0);
+	return (*e || *out > max) ? -1 : 0;
+}
+
+#define FAULT_USAGE "usage: fault seed N | list | clear | remove ID | " \
+	"drop|corrupt|delay|withhold-credits [hop=H|any|ctrl] [dir=a2b|b2a|both] " \
+	"[nth=N|every=N|ppm=P] [count=N|all] [bit=K] [us=N] | " \
+	"unplug-after frames=N [hop=H] [dir=D] [replug_ms=M] | " \
+	"retrain lanes=1|2 gbps=G [mode=bounce|live] [down_us=N] | retrain off"
+
+static int ctl_retrain(struct cable_core *c, char *args, uint64_t now,
+		       char *buf, size_t n)
+{
+	char *save = NULL, *w;
+	unsigned long long lanes = 0, gbps = 0, down_us = 0, v;
+	bool live = false, off = false;
+	int r;
+
+	for (w = strtok_r(args, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+		if (!strcmp(w, "off"))
+			off = true;
+		else if (!kv_num(w, "lanes", 2, &v) && v >= 1)
+			lanes = v;
+		else if (!kv_num(w, "gbps", 1000000, &v) && v >= 1)
+			gbps = v;
+		else if (!kv_num(w, "down_us", 60000000, &v) ||
+			 !kv_num(w, "down-us", 60000000, &v))
+			down_us = v;
+		else if (!strcmp(w, "mode=live"))
+			live = true;
+		else if (!strcmp(w, "mode=bounce"))
+			live = false;
+		else
+			return reply(buf, n, "error: fault retrain: bad argument '%s'", w);
+	}
+	if (off == (lanes || gbps) || (!off && (!lanes || !gbps)))
+		return reply(buf, n, "error: fault retrain: give lanes=1|2 gbps=G, or off");
+	if (live && down_us)
+		return reply(buf, n, "error: fault retrain: down_us= needs mode=bounce");
+	r = cable_core_retrain(c, (unsigned)lanes, (unsigned)gbps, live,
+			       down_us * 1000u, now);
+	if (!r)
+		return reply(buf, n, "ok link down; applies at the next training");
+	if (c->hold)
+		return reply(buf, n, "ok retraining (down for %llu us)", down_us);
+	return reply(buf, n, "ok link %u x %u Gb/s", c->lanes, c->lane_gbps);
+}
+
+static int ctl_fault(struct cable_core *c, char *args, uint64_t now, char *buf,
+		     size_t n)
+{
+	char *w = args, *rest;
+	unsigned long long v;
+	char err[256];
+
+	while (*w == ' ' || *w == '\t')
+		w++;
+	rest = w + strcspn(w, " \t");
+	if (*rest)
+		*rest++ = '\0';
+	while (*rest == ' ' || *rest == '\t')
+		rest++;
+	if (!*w || !strcmp(w, "help"))
+		return reply(buf, n, "%s", FAULT_USAGE);
+	if (!strcmp(w, "seed")) {
+		char *e;
+
+		errno = 0;
+		v = *rest ? strtoull(rest, &e, 0) : 0;
+		if (!*rest || *rest == '-' || *e || errno)
+			return reply(buf, n, "error: fault seed: expected a number");
+		cable_faults_seed(&c->faults, v);
+		core_log(c, "fault: seed %llu", v);
+		return reply(buf, n, "ok seed=%llu", v);
+	}
+	if (!strcmp(w, "list")) {
+		cable_faults_list(&c->faults, buf, n);
+		return 1;
+	}
+	if (!strcmp(w, "clear")) {
+		bool had_cap = c->faults.cap_lanes != 0;
+
+		cable_faults_clear(&c->faults);
+		c->replug_at = 0;
+		if (c->hold) {
+			c->hold = false;
+			update_link(c, now, -1);
+		}
+		core_log(c, "fault: cleared%s", had_cap ?
+			 " (the retrain cap goes at the next training)" : "");
+		return reply(buf, n, "ok");
+	}
+	if (!strcmp(w, "remove")) {
+		char *e;
+
+		v = strtoull(rest, &e, 0);
+		if (!*rest || *e || cable_faults_remove(&c->faults, (unsigned)v))
+			return reply(buf, n, "error: fault remove: no fault '%s'", rest);
+		return reply(buf, n, "ok");
+	}
+	if (!strcmp(w, "retrain"))
+		return ctl_retrain(c, rest, now, buf, n);
+	{
+		char line[1100];
+		struct cable_fault *f;
+
+		snprintf(line, sizeof(line), "%s %s", w, rest);
+		f = cable_faults_add(&c->faults, line, err, sizeof(err));
+		if (!f)
+			return reply(buf, n, "error: fault %s", err);
+		cable_fault_describe(f, line, sizeof(line));
+		core_log(c, "fault: added %s", line);
+		return reply(buf, n, "ok %s", line);
+	}
+}
+
+int cable_core_ctl(struct cable_core *c, const char *cmd, uint64_t now,
+		   char *buf, size_t n)
+{
+	char line[1024];
+
+	if (!strcmp(cmd, "plug")) {
+		cable_core_plug(c, now);
+		return reply(buf, n, "ok");
+	}
+	if (!strcmp(cmd, "unplug")) {
+		cable_core_unplug(c, now);
+		return reply(buf, n, "ok");
+	}
+	if (!strcmp(cmd, "status")) {
+		cable_core_status_json(c, buf, n);
+		return 1;
+	}
+	if (strncmp(cmd, "fault", 5) || (cmd[5] && cmd[5] != ' ' && cmd[5] != '\t'))
+		return 0;
+	if (strlen(cmd) >= sizeof(line))
+		return reply(buf, n, "error: fault: line too long");
+	strcpy(line, cmd + 5);
+	return ctl_fault(c, line, now, buf, n);
 }

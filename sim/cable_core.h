@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cable_fault.h"
 #include "decode.h"
 #include "link_msg.h"
 
@@ -39,6 +40,11 @@ void cable_cfg_defaults(struct cable_cfg *cfg);
 #define CABLE_NOTE_DROP_DOWN    "DROP(link-down)"
 #define CABLE_NOTE_DROP_FULL    "DROP(queue-full)"
 #define CABLE_NOTE_DROP_FLIGHT  "DROP(in-flight)"
+/* fault injection (docs/link-protocol.md section 6) */
+#define CABLE_NOTE_DROP_FAULT   "DROP(fault)"     /* dropped / credit withheld */
+#define CABLE_NOTE_FAULT_CORRUPT "FAULT(corrupt)" /* delivered, a bit flipped */
+#define CABLE_NOTE_FAULT_DELAY  "FAULT(delay)"    /* delivered late */
+#define CABLE_NOTE_FAULT_CORRUPT_DELAY "FAULT(corrupt+delay)"
 
 struct cable_ops {
 	void *ctx;
@@ -54,7 +60,8 @@ struct cable_ops {
 	/*
 	 * Every message the cable handles, for trace and capture: HELLO
 	 * (from=end, to=CABLE_SELF), STATE (CABLE_SELF -> end), forwarded
-	 * messages at delivery time (end -> peer, note NULL) and dropped ones
+	 * messages at delivery time (end -> peer, note NULL, or
+	 * CABLE_NOTE_FAULT_* if a fault acted on it) and dropped ones
 	 * (note CABLE_NOTE_DROP_*). May be NULL.
 	 */
 	void (*event)(void *ctx, uint64_t now, int from, int to,
@@ -83,6 +90,7 @@ struct cable_end {
 	/* the wire from this end to the other: FIFO of messages in flight */
 	struct cable_flight *head, *tail;
 	size_t flight_bytes;
+	unsigned delayed;            /* messages in flight with a fault delay */
 	uint64_t wire_free_at;       /* ns when the serializer is idle */
 	uint64_t wire_carry;         /* bit remainder (bits * 1 < rate) */
 };
@@ -96,6 +104,11 @@ struct cable_core {
 	uint64_t link_up_count;
 	unsigned lanes, lane_gbps;   /* of the trained link (valid if up) */
 	struct cable_end end[2];
+	/* fault injection */
+	struct cable_faults faults;
+	bool hold;                   /* retrain: link held down ... */
+	uint64_t hold_until;         /* ... until this time */
+	uint64_t replug_at;          /* unplug-after: replug at (0 = none) */
 };
 
 void cable_core_init(struct cable_core *c, const struct cable_cfg *cfg,
@@ -115,6 +128,26 @@ void cable_core_unplug(struct cable_core *c, uint64_t now);
 void cable_core_tick(struct cable_core *c, uint64_t now);
 /* Earliest time tick() has work to do, UINT64_MAX if none. */
 uint64_t cable_core_next_deadline(const struct cable_core *c);
+
+/*
+ * Link retrain (fault injection): cap the trained link at lanes x gbps
+ * (0, 0: remove the cap) and retrain now if the link is up. live=false:
+ * STATE up=0 to both ends, in-flight messages lost, then STATE up=1 with
+ * the new rate after down_ns (0: at once). live=true: only a new STATE
+ * with the changed rate, nothing lost. Returns 1 if the link was
+ * retrained, 0 if it was down (the cap applies at the next training).
+ */
+int cable_core_retrain(struct cable_core *c, unsigned lanes, unsigned gbps,
+		       bool live, uint64_t down_ns, uint64_t now);
+
+/*
+ * Execute one control-socket command that the core understands (plug,
+ * unplug, status, fault ...). Writes the one-line reply (no newline) into
+ * reply. Returns 1 if the command was handled, 0 if it is not a core
+ * command (reply untouched).
+ */
+int cable_core_ctl(struct cable_core *c, const char *cmd, uint64_t now,
+		   char *reply, size_t n);
 
 /* The status JSON object (one line, no newline). Returns strlen. */
 size_t cable_core_status_json(const struct cable_core *c, char *buf, size_t n);

@@ -100,6 +100,14 @@ unsigned odl_cap_flags_from_note(const char *note)
 		return ODL_CAP_F_DROP_FULL;
 	if (!strcmp(note, CABLE_NOTE_DROP_FLIGHT))
 		return ODL_CAP_F_DROP_FLIGHT;
+	if (!strcmp(note, CABLE_NOTE_DROP_FAULT))
+		return ODL_CAP_F_DROP_FAULT;
+	if (!strcmp(note, CABLE_NOTE_FAULT_CORRUPT))
+		return ODL_CAP_F_CORRUPT;
+	if (!strcmp(note, CABLE_NOTE_FAULT_DELAY))
+		return ODL_CAP_F_DELAY;
+	if (!strcmp(note, CABLE_NOTE_FAULT_CORRUPT_DELAY))
+		return ODL_CAP_F_CORRUPT | ODL_CAP_F_DELAY;
 	return 0;
 }
 
@@ -111,6 +119,15 @@ const char *odl_cap_note_from_flags(unsigned flags)
 		return CABLE_NOTE_DROP_FULL;
 	if (flags & ODL_CAP_F_DROP_FLIGHT)
 		return CABLE_NOTE_DROP_FLIGHT;
+	if (flags & ODL_CAP_F_DROP_FAULT)
+		return CABLE_NOTE_DROP_FAULT;
+	if ((flags & (ODL_CAP_F_CORRUPT | ODL_CAP_F_DELAY)) ==
+	    (ODL_CAP_F_CORRUPT | ODL_CAP_F_DELAY))
+		return CABLE_NOTE_FAULT_CORRUPT_DELAY;
+	if (flags & ODL_CAP_F_CORRUPT)
+		return CABLE_NOTE_FAULT_CORRUPT;
+	if (flags & ODL_CAP_F_DELAY)
+		return CABLE_NOTE_FAULT_DELAY;
 	return NULL;
 }
 

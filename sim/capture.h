@@ -23,6 +23,9 @@
 #define ODL_CAP_F_DROP_DOWN   0x1u /* dropped: link down */
 #define ODL_CAP_F_DROP_FULL   0x2u /* dropped: queue full */
 #define ODL_CAP_F_DROP_FLIGHT 0x4u /* dropped: in flight at unplug */
+#define ODL_CAP_F_DROP_FAULT  0x8u /* dropped by fault injection */
+#define ODL_CAP_F_CORRUPT     0x10u /* delivered, corrupted by fault injection */
+#define ODL_CAP_F_DELAY       0x20u /* delivered, delayed by fault injection */
 
 /* Writer: returns 0 or -1 (errno set). */
 int odl_cap_write_header(FILE *f);

@@ -410,6 +410,7 @@ struct rec {
 	size_t backlog[2];
 	int drops;
 	int events;
+	int n_fault_drop, n_corrupt, n_delay, n_flight; /* notes seen */
 };
 
 static struct rec R;
@@ -447,8 +448,16 @@ static void r_event(void *ctx, uint64_t now, int from, int to, const char *note,
 	(void)msg;
 	(void)len;
 	R.events++;
-	if (note)
+	if (note && !strncmp(note, "DROP", 4))
 		R.drops++;
+	if (note && !strcmp(note, CABLE_NOTE_DROP_FAULT))
+		R.n_fault_drop++;
+	if (note && !strcmp(note, CABLE_NOTE_DROP_FLIGHT))
+		R.n_flight++;
+	if (note && strstr(note, "corrupt"))
+		R.n_corrupt++;
+	if (note && strstr(note, "delay"))
+		R.n_delay++;
 }
 
 static const struct cable_ops R_OPS = {
@@ -984,6 +993,631 @@ START_TEST(t_core_status_json)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* fault injection (cable_fault.c through cable_core) */
+
+static char REPLY[65536];
+
+/* Run a control command; returns the reply line. */
+static const char *ctl(const char *cmd, uint64_t now)
+{
+	REPLY[0] = '\0';
+	ck_assert_int_eq(cable_core_ctl(&C, cmd, now, REPLY, sizeof(REPLY)), 1);
+	ck_assert_ptr_null(strchr(REPLY, '\n'));
+	return REPLY;
+}
+
+static void ctl_ok(const char *cmd, uint64_t now)
+{
+	const char *r = ctl(cmd, now);
+
+	ck_assert_msg(!strncmp(r, "ok", 2), "'%s' -> '%s'", cmd, r);
+}
+
+static void ctl_err(const char *cmd)
+{
+	const char *r = ctl(cmd, 0);
+
+	ck_assert_msg(!strncmp(r, "error: ", 7), "'%s' -> '%s'", cmd, r);
+}
+
+/* DATA frame on hop with a 16-byte payload: idx (le32) then a pattern */
+static void send_data(int end, uint16_t hop, uint32_t idx, uint64_t now)
+{
+	uint8_t msg[64], p[16];
+	size_t m;
+
+	for (int i = 0; i < 16; i++)
+		p[i] = (uint8_t)(0xa0 + i);
+	odl_put32(p, idx);
+	m = odl_build_data(msg, hop, 1, 2, 0, p, sizeof(p));
+	cable_core_rx(&C, end, msg, m, now);
+}
+
+static void send_credit(int end, uint16_t hop, uint16_t credits, uint64_t now)
+{
+	uint8_t msg[16];
+	size_t m = odl_build_credit(msg, hop, credits);
+
+	cable_core_rx(&C, end, msg, m, now);
+}
+
+struct got {
+	int type;
+	uint16_t hop, flags;
+	uint32_t idx;
+	uint8_t payload[16];
+};
+
+/* Next message to end: DATA fills hop/flags/idx/payload, CREDIT hop/idx. */
+static struct got next_got(int end)
+{
+	struct got g;
+	const uint8_t *b;
+	uint32_t len;
+
+	memset(&g, 0, sizeof(g));
+	g.type = next_msg(end, &b, &len);
+	if (g.type == ODL_LINK_DATA) {
+		ck_assert_uint_eq(len, 8 + 16);
+		g.hop = odl_get16(b);
+		g.flags = odl_get16(b + 4);
+		memcpy(g.payload, b + 8, 16);
+		g.idx = odl_get32(b + 8);
+	} else if (g.type == ODL_LINK_CREDIT) {
+		g.hop = odl_get16(b);
+		g.idx = odl_get16(b + 2);
+	}
+	return g;
+}
+
+static int count_bits_changed(const uint8_t *p)
+{
+	int n = 0;
+
+	for (int i = 4; i < 16; i++)
+		n += __builtin_popcount((unsigned)(p[i] ^ (uint8_t)(0xa0 + i)));
+	return n;
+}
+
+START_TEST(t_fault_syntax)
+{
+	char js[16384];
+
+	ck_assert_int_eq(cable_core_ctl(&C, "bogus", 0, REPLY, sizeof(REPLY)), 0);
+	ck_assert_int_eq(cable_core_ctl(&C, "faulty", 0, REPLY, sizeof(REPLY)), 0);
+	ck_assert_ptr_nonnull(strstr(ctl("fault", 0), "usage: fault"));
+	ck_assert_ptr_nonnull(strstr(ctl("fault help", 0), "usage: fault"));
+	ck_assert_str_eq(ctl("fault drop hop=8 nth=3", 0),
+			 "ok #1 drop hop=8 dir=both nth=3");
+	ck_assert_str_eq(ctl("fault drop dir=a2b hop=9 every=4 count=2", 0),
+			 "ok #2 drop hop=9 dir=a2b every=4 count=2");
+	ck_assert_str_eq(ctl("fault corrupt hop=8 every=10 bit=5", 0),
+			 "ok #3 corrupt hop=8 dir=both every=10 bit=5");
+	ck_assert_str_eq(ctl("fault corrupt hop=ctrl nth=1", 0),
+			 "ok #4 corrupt hop=ctrl dir=both nth=1 bit=random");
+	ck_assert_str_eq(ctl("fault withhold-credits hop=8 count=all", 0),
+			 "ok #5 withhold-credits hop=8 dir=both");
+	ck_assert_str_eq(ctl("fault withhold hop=8 count=3 dir=b2a", 0),
+			 "ok #6 withhold-credits hop=8 dir=b2a count=3");
+	ck_assert_str_eq(ctl("fault delay hop=8 us=250", 0),
+			 "ok #7 delay hop=8 dir=both us=250");
+	ck_assert_str_eq(ctl("fault unplug-after frames=10 replug_ms=20", 0),
+			 "ok #8 unplug-after hop=any dir=both frames=10 replug_ms=20");
+	ck_assert_str_eq(ctl("fault drop hop=any ppm=1000", 0),
+			 "ok #9 drop hop=any dir=both ppm=1000");
+	ck_assert_str_eq(ctl("fault seed 0x2a", 0), "ok seed=42");
+	ctl_err("fault seed");
+	ctl_err("fault seed -1");
+	ctl_err("fault seed 12x");
+	ctl_err("fault explode");
+	ctl_err("fault drop hop=8 nth=0");
+	ctl_err("fault drop hop=8 nth=2 every=3");
+	ctl_err("fault drop hop=70000");
+	ctl_err("fault drop dir=sideways");
+	ctl_err("fault drop hop=8 nth");
+	ctl_err("fault drop hop=8 us=5");
+	ctl_err("fault delay hop=8");
+	ctl_err("fault corrupt ppm=1000001");
+	ctl_err("fault unplug-after");
+	ctl_err("fault unplug-after frames=3 nth=2");
+	ctl_err("fault unplug-after frames=3 hop=0");
+	ctl_err("fault retrain");
+	ctl_err("fault retrain lanes=3 gbps=10");
+	ctl_err("fault retrain lanes=1");
+	ctl_err("fault retrain lanes=1 gbps=10 mode=live down_us=5");
+	ctl_err("fault retrain off lanes=1");
+	ctl_err("fault remove 99");
+	ctl_err("fault remove");
+	/* list and status show all of them */
+	ck_assert_ptr_nonnull(strstr(ctl("fault list", 0), "ok seed=42 faults=9; #1 drop hop=8 dir=both nth=3 hits=0"));
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"faults\":{\"seed\":42,\"dropped\":0,"));
+	ck_assert_ptr_nonnull(strstr(js, "{\"id\":1,\"kind\":\"drop\",\"hop\":8,\"dir\":\"both\",\"rule\":\"#1 drop hop=8 dir=both nth=3\",\"seen\":[0,0],\"hits\":[0,0],\"hits_total\":0,\"done\":false}"));
+	ck_assert_ptr_nonnull(strstr(js, "\"kind\":\"withhold-credits\""));
+	ck_assert_ptr_null(strchr(js, '\n'));
+	ctl_ok("fault remove 2", 0);
+	ck_assert_ptr_null(strstr(ctl("fault list", 0), "#2 "));
+	ck_assert_ptr_nonnull(strstr(REPLY, "faults=8"));
+	/* the table is bounded */
+	for (int i = 0; i < CABLE_FAULT_MAX - 8; i++)
+		ctl_ok("fault drop hop=1 nth=1", 0);
+	ctl_err("fault drop hop=1 nth=1");
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_uint_eq(js[strlen(js) - 1], '}');
+	ck_assert_ptr_nonnull(strstr(js, "\"link_up_count\":0,\"faults\":{"));
+	ctl_ok("fault clear", 0);
+	ck_assert_str_eq(ctl("fault list", 0), "ok seed=42 faults=0");
+	/* plug/unplug/status are core commands too */
+	ctl_ok("unplug", 0);
+	ck_assert(!C.plugged);
+	ctl_ok("plug", 0);
+	ck_assert(C.plugged);
+	ck_assert_int_eq(ctl("status", 0)[0], '{');
+}
+END_TEST
+
+START_TEST(t_fault_drop_nth)
+{
+	char js[16384];
+
+	bring_up(0);
+	ctl_ok("fault drop hop=8 nth=3", 0);
+	for (uint32_t i = 1; i <= 5; i++) {
+		send_data(0, 8, i, 10);
+		send_data(0, 9, 100 + i, 10);
+		send_data(1, 8, 200 + i, 10);
+	}
+	cable_core_tick(&C, 1000000);
+	/* a->b: hop 8 frames 1 2 4 5 (3 dropped); hop 9 untouched */
+	for (uint32_t i = 1; i <= 5; i++) {
+		struct got g;
+
+		if (i != 3) {
+			g = next_got(1);
+			ck_assert_uint_eq(g.hop, 8);
+			ck_assert_uint_eq(g.idx, i);
+			ck_assert_uint_eq(g.flags, 0);
+		}
+		g = next_got(1);
+		ck_assert_uint_eq(g.hop, 9);
+		ck_assert_uint_eq(g.idx, 100 + i);
+	}
+	expect_none(1);
+	/* b->a counts on its own: its 3rd frame is dropped too */
+	for (uint32_t i = 1; i <= 5; i++) {
+		if (i == 3)
+			continue;
+		ck_assert_uint_eq(next_got(0).idx, 200 + i);
+	}
+	expect_none(0);
+	ck_assert_uint_eq(C.end[0].dropped, 1);
+	ck_assert_uint_eq(C.end[1].dropped, 1);
+	ck_assert_int_eq(R.n_fault_drop, 2);
+	ck_assert_ptr_nonnull(strstr(ctl("fault list", 0),
+		"#1 drop hop=8 dir=both nth=3 hits=2 (a2b 1/3, b2a 1/3) done"));
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"dropped\":2,"));
+	ck_assert_ptr_nonnull(strstr(js, "\"seen\":[3,3],\"hits\":[1,1],\"hits_total\":2,\"done\":true"));
+	/* done: later frames pass */
+	send_data(0, 8, 6, 2000000);
+	cable_core_tick(&C, 3000000);
+	ck_assert_uint_eq(next_got(1).idx, 6);
+}
+END_TEST
+
+START_TEST(t_fault_drop_every_dir_count)
+{
+	bring_up(0);
+	ctl_ok("fault drop hop=8 dir=a2b every=2 count=3", 0);
+	for (uint32_t i = 1; i <= 10; i++) {
+		send_data(0, 8, i, 10);
+		send_data(1, 8, 100 + i, 10);
+	}
+	cable_core_tick(&C, 1000000);
+	/* a->b: 2, 4, 6 dropped (count=3), 8 and 10 delivered */
+	{
+		static const uint32_t want[] = { 1, 3, 5, 7, 8, 9, 10 };
+
+		for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+			ck_assert_uint_eq(next_got(1).idx, want[k]);
+		expect_none(1);
+	}
+	for (uint32_t i = 1; i <= 10; i++)
+		ck_assert_uint_eq(next_got(0).idx, 100 + i);
+	ck_assert_uint_eq(C.faults.f[0].hits[0], 3);
+	ck_assert_uint_eq(C.faults.f[0].seen[1], 0); /* b2a never matched */
+	ck_assert(C.faults.f[0].done);
+	ck_assert_uint_eq(C.faults.tot_dropped, 3);
+}
+END_TEST
+
+START_TEST(t_fault_corrupt)
+{
+	uint8_t pkt[16], msg[64];
+	size_t plen = hex2bin("00000000000000000400 20002fc967ac", pkt), m;
+	const uint8_t *b;
+	uint32_t len;
+	struct got g;
+
+	bring_up(0);
+	ctl_ok("fault corrupt hop=8 nth=2 bit=41", 0);   /* byte 5, bit 1 */
+	ctl_ok("fault corrupt hop=9 every=1 count=1", 0); /* random bit */
+	for (uint32_t i = 1; i <= 3; i++)
+		send_data(0, 8, i, 10);
+	send_data(0, 9, 50, 10);
+	send_data(0, 9, 51, 10);
+	cable_core_tick(&C, 1000000);
+	g = next_got(1);
+	ck_assert_uint_eq(g.flags, 0);
+	ck_assert_int_eq(count_bits_changed(g.payload), 0);
+	g = next_got(1);
+	ck_assert_uint_eq(g.idx, 2);
+	ck_assert_uint_eq(g.flags, ODL_LINK_DATA_CRC_ERR);
+	ck_assert_uint_eq(g.payload[5], (uint8_t)((0xa0 + 5) ^ 0x02));
+	ck_assert_int_eq(count_bits_changed(g.payload), 1);
+	g = next_got(1);
+	ck_assert_uint_eq(g.idx, 3);
+	ck_assert_uint_eq(g.flags, 0);
+	/* random bit: exactly one bit of the frame differs, CRC_ERR set */
+	g = next_got(1);
+	ck_assert_uint_eq(g.flags, ODL_LINK_DATA_CRC_ERR);
+	{
+		int bits = count_bits_changed(g.payload) +
+			   __builtin_popcount(g.idx ^ 50u);
+
+		ck_assert_int_eq(bits, 1);
+	}
+	g = next_got(1);
+	ck_assert_uint_eq(g.idx, 51);
+	ck_assert_uint_eq(g.flags, 0);
+	ck_assert_int_eq(R.n_corrupt, 2);
+	ck_assert_uint_eq(C.faults.tot_corrupted, 2);
+	ck_assert_uint_eq(C.end[0].dropped, 0); /* corrupted is delivered */
+
+	/* hop=ctrl: a control packet arrives with a bad CRC */
+	ctl_ok("fault corrupt hop=ctrl nth=1", 0);
+	m = odl_build_ctrl(msg, 1, pkt, plen);
+	cable_core_rx(&C, 1, msg, m, 2000000);
+	cable_core_rx(&C, 1, msg, m, 2000000);
+	cable_core_tick(&C, 3000000);
+	ck_assert_int_eq(next_msg(0, &b, &len), ODL_LINK_CTRL);
+	ck_assert_uint_eq(len, 4 + plen);
+	ck_assert_uint_ne(odl_crc32c(b + 4, plen - 4), odl_get_be32(b + 4 + plen - 4));
+	ck_assert_int_eq(next_msg(0, &b, &len), ODL_LINK_CTRL);
+	ck_assert_mem_eq(b + 4, pkt, plen); /* nth=1: only the first */
+}
+END_TEST
+
+START_TEST(t_fault_withhold_credits)
+{
+	bring_up(0);
+	ctl_ok("fault withhold-credits hop=8 count=2", 0);
+	send_credit(1, 8, 4, 10);
+	send_credit(1, 9, 5, 10);
+	send_credit(1, 8, 6, 10);
+	send_credit(1, 8, 7, 10);
+	send_data(1, 8, 1, 10); /* DATA on hop 8 is not a credit */
+	cable_core_tick(&C, 1000000);
+	{
+		struct got g = next_got(0);
+
+		ck_assert_int_eq(g.type, ODL_LINK_CREDIT);
+		ck_assert_uint_eq(g.hop, 9);
+		g = next_got(0);
+		ck_assert_int_eq(g.type, ODL_LINK_CREDIT);
+		ck_assert_uint_eq(g.hop, 8);
+		ck_assert_uint_eq(g.idx, 7);
+		ck_assert_int_eq(next_got(0).type, ODL_LINK_DATA);
+		expect_none(0);
+	}
+	ck_assert_uint_eq(C.faults.tot_withheld, 2);
+	ck_assert_ptr_nonnull(strstr(ctl("fault list", 0),
+		"#1 withhold-credits hop=8 dir=both count=2 hits=2 (a2b 0/0, b2a 2/2) credits=10 done"));
+	ck_assert_int_eq(R.n_fault_drop, 2);
+	/* withhold all (default) */
+	ctl_ok("fault clear", 0);
+	ctl_ok("fault withhold hop=8", 0);
+	for (int i = 0; i < 20; i++)
+		send_credit(i & 1, 8, 1, 2000000);
+	cable_core_tick(&C, 3000000);
+	expect_none(0);
+	expect_none(1);
+	ck_assert_uint_eq(C.faults.f[0].credits, 20);
+	ck_assert_uint_eq(C.faults.tot_withheld, 22);
+}
+END_TEST
+
+START_TEST(t_fault_delay)
+{
+	uint64_t t0 = 1000;
+
+	bring_up(0);
+	ctl_ok("fault delay hop=8 us=100", 0);
+	send_data(0, 8, 1, t0);
+	send_data(0, 9, 2, t0);
+	send_data(0, 8, 3, t0);
+	send_credit(0, 8, 1, t0);
+	/* the other hop and the credit overtake the delayed frames */
+	cable_core_tick(&C, t0 + 1000);
+	ck_assert_uint_eq(next_got(1).idx, 2);
+	ck_assert_int_eq(next_got(1).type, ODL_LINK_CREDIT);
+	expect_none(1);
+	ck_assert_uint_ge(cable_core_next_deadline(&C), t0 + 100000);
+	ck_assert_uint_le(cable_core_next_deadline(&C), t0 + 100100);
+	cable_core_tick(&C, t0 + 99999);
+	expect_none(1);
+	cable_core_tick(&C, t0 + 100100);
+	/* delayed frames keep their order */
+	ck_assert_uint_eq(next_got(1).idx, 1);
+	ck_assert_uint_eq(next_got(1).idx, 3);
+	expect_none(1);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), UINT64_MAX);
+	ck_assert_uint_eq(C.end[0].delayed, 0);
+	ck_assert_uint_eq(C.end[0].flight_bytes, 0);
+	ck_assert_int_eq(R.n_delay, 2);
+	ck_assert_uint_eq(C.faults.tot_delayed, 2);
+	/* an unplug discards delayed frames as well */
+	send_data(0, 8, 4, t0 + 200000);
+	ctl_ok("unplug", t0 + 200001);
+	ck_assert_uint_eq(C.end[0].delayed, 0);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), UINT64_MAX);
+	ck_assert_int_eq(R.n_flight, 1);
+}
+END_TEST
+
+START_TEST(t_fault_unplug_after)
+{
+	struct cable_cfg cfg;
+	char js[16384];
+
+	cable_core_fini(&C);
+	cable_cfg_defaults(&cfg);
+	cfg.latency_ns = 1000000; /* 1 ms: frames are on the wire together */
+	core_setup_cfg(&cfg);
+	bring_up(0);
+	ctl_ok("fault unplug-after frames=3 hop=8 replug_ms=5", 0);
+	for (uint32_t i = 1; i <= 6; i++)
+		send_data(0, 8, i, 100);
+	send_data(0, 9, 99, 100); /* other hops do not count */
+	cable_core_tick(&C, 2000000);
+	/* exactly three frames, then the link goes down */
+	ck_assert_uint_eq(next_got(1).idx, 1);
+	ck_assert_uint_eq(next_got(1).idx, 2);
+	ck_assert_uint_eq(next_got(1).idx, 3);
+	ck_assert_uint_eq(expect_state(1).up, 0);
+	expect_none(1);
+	ck_assert_uint_eq(expect_state(0).up, 0);
+	ck_assert(!C.plugged);
+	ck_assert_uint_eq(C.end[0].dropped, 4); /* 4, 5, 6, hop 9: in flight */
+	ck_assert_int_eq(R.n_flight, 4);
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"unplugs\":1,"));
+	ck_assert_ptr_nonnull(strstr(js, "\"plugged\":false"));
+	/* replug 5 ms later */
+	ck_assert_uint_eq(cable_core_next_deadline(&C), 2000000 + 5000000);
+	cable_core_tick(&C, 6999999);
+	expect_none(0);
+	cable_core_tick(&C, 7000000);
+	ck_assert_uint_eq(expect_state(1).up, 1);
+	ck_assert_uint_eq(expect_state(0).up, 1);
+	ck_assert(C.plugged);
+	ck_assert_uint_eq(C.plug_count, 1);
+	/* fired once only */
+	for (uint32_t i = 1; i <= 5; i++)
+		send_data(0, 8, i, 8000000);
+	cable_core_tick(&C, 20000000);
+	for (uint32_t i = 1; i <= 5; i++)
+		ck_assert_uint_eq(next_got(1).idx, i);
+	/* no replug: a manual unplug also cancels a pending replug */
+	ctl_ok("fault unplug-after frames=1", 0);
+	send_data(1, 8, 1, 30000000);
+	cable_core_tick(&C, 40000000);
+	ck_assert_uint_eq(next_got(0).idx, 1);
+	ck_assert_uint_eq(expect_state(0).up, 0);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), UINT64_MAX);
+	ck_assert_uint_eq(C.faults.tot_unplugs, 2);
+}
+END_TEST
+
+START_TEST(t_fault_retrain)
+{
+	struct odl_link_state st;
+	char js[16384];
+
+	bring_up(0);
+	/* bounce: down (in-flight lost), then up at the new rate */
+	send_data(0, 8, 1, 10);
+	ck_assert_str_eq(ctl("fault retrain lanes=1 gbps=10", 10), "ok link 1 x 10 Gb/s");
+	for (int end = 0; end < 2; end++) {
+		st = expect_state(end);
+		ck_assert_uint_eq(st.up, 0);
+		st = expect_state(end);
+		ck_assert_uint_eq(st.up, 1);
+		ck_assert_uint_eq(st.lanes, 1);
+		ck_assert_uint_eq(st.lane_gbps, 10);
+		ck_assert_uint_eq(st.peer_uid, end ? 0xa : 0xb);
+		expect_none(end);
+	}
+	ck_assert_uint_eq(C.end[0].dropped, 1);
+	ck_assert_uint_eq(C.link_up_count, 2);
+	/* the serializer runs at the new rate: 1 x 10 Gb/s = 10 bits/ns */
+	send_data(0, 8, 2, 1000);
+	ck_assert_uint_eq(C.end[0].wire_free_at, 1000 + 32 * 8 / 10);
+	cable_core_tick(&C, 2000);
+	ck_assert_uint_eq(next_got(1).idx, 2);
+	cable_core_status_json(&C, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"lanes\":1,\"lane_gbps\":10,"));
+	ck_assert_ptr_nonnull(strstr(js, "\"retrains\":1,\"retrain\":{\"lanes\":1,\"lane_gbps\":10}"));
+
+	/* live: one STATE with the changed rate, nothing lost */
+	send_data(0, 8, 3, 3000);
+	ck_assert_str_eq(ctl("fault retrain lanes=2 gbps=20 mode=live", 3000),
+			 "ok link 2 x 20 Gb/s");
+	for (int end = 0; end < 2; end++) {
+		st = expect_state(end);
+		ck_assert_uint_eq(st.up, 1);
+		ck_assert_uint_eq(st.lanes, 2);
+		ck_assert_uint_eq(st.lane_gbps, 20);
+		expect_none(end);
+	}
+	cable_core_tick(&C, 10000);
+	ck_assert_uint_eq(next_got(1).idx, 3);
+	ck_assert_uint_eq(C.link_up_count, 2);
+
+	/* bounce with a down time */
+	ck_assert_str_eq(ctl("fault retrain off down_us=50", 20000),
+			 "ok retraining (down for 50 us)");
+	ck_assert_uint_eq(expect_state(0).up, 0);
+	ck_assert_uint_eq(expect_state(1).up, 0);
+	expect_none(0);
+	send_data(0, 8, 4, 30000); /* link down: dropped */
+	ck_assert_uint_eq(C.end[0].dropped, 2);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), 70000);
+	cable_core_tick(&C, 69999);
+	expect_none(0);
+	cable_core_tick(&C, 70000);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 1);
+	ck_assert_uint_eq(st.lanes, 2);
+	ck_assert_uint_eq(st.lane_gbps, 40); /* the cap is gone */
+	ck_assert_uint_eq(expect_state(1).up, 1);
+	ck_assert_uint_eq(C.faults.tot_retrains, 3);
+
+	/* while unplugged: the cap applies at the next training */
+	ctl_ok("unplug", 80000);
+	(void)expect_state(0);
+	(void)expect_state(1);
+	ck_assert_str_eq(ctl("fault retrain lanes=1 gbps=20", 80000),
+			 "ok link down; applies at the next training");
+	ctl_ok("plug", 90000);
+	st = expect_state(0);
+	ck_assert_uint_eq(st.up, 1);
+	ck_assert_uint_eq(st.lanes, 1);
+	ck_assert_uint_eq(st.lane_gbps, 20);
+	ck_assert_uint_eq(C.faults.tot_retrains, 3);
+	ck_assert_ptr_nonnull(strstr(ctl("fault list", 90000), "retrain=1x20"));
+	/* fault clear drops the cap; it goes at the next training */
+	ctl_ok("fault clear", 90000);
+	ck_assert_uint_eq(C.lanes, 1);
+	ctl_ok("unplug", 91000);
+	ctl_ok("plug", 92000);
+	ck_assert_uint_eq(C.lanes, 2);
+	ck_assert_uint_eq(C.lane_gbps, 40);
+}
+END_TEST
+
+/* One run of mixed random faults; records what b saw. */
+static void random_run(uint64_t seed, bool interleave, char *pattern,
+		       size_t n)
+{
+	char cmd[64];
+	size_t k = 0;
+
+	cable_core_fini(&C);
+	core_setup();
+	bring_up(0);
+	snprintf(cmd, sizeof(cmd), "fault seed %llu", (unsigned long long)seed);
+	ctl_ok(cmd, 0);
+	ctl_ok("fault drop hop=8 ppm=250000", 0);
+	ctl_ok("fault corrupt hop=8 ppm=200000", 0);
+	for (uint32_t i = 0; i < 200; i++) {
+		send_data(0, 8, i, 10 + i);
+		/* b->a traffic on the same hop, interleaved differently */
+		if (interleave || i % 7 == 0)
+			send_data(1, 8, 1000 + i, 10 + i);
+		if (i % 13 == 0)
+			cable_core_tick(&C, 10 + i);
+	}
+	cable_core_tick(&C, 100000000);
+	for (;;) {
+		struct got g = next_got(1);
+
+		if (g.type < 0)
+			break;
+		/* index of the frame and its corrupted bit, if any */
+		k += (size_t)snprintf(pattern + k, n - k, "%u%s,", g.idx & 0xff,
+				      g.flags ? "c" : "");
+		if (g.flags) {
+			for (int i = 4; i < 16; i++)
+				if (g.payload[i] != (uint8_t)(0xa0 + i))
+					k += (size_t)snprintf(pattern + k, n - k,
+							      "%d:%02x,", i,
+							      g.payload[i]);
+		}
+		ck_assert_uint_lt(k, n);
+	}
+}
+
+START_TEST(t_fault_deterministic)
+{
+	static char p1[16384], p2[16384], p3[16384], p4[16384];
+	uint64_t d1, c1;
+
+	random_run(42, false, p1, sizeof(p1));
+	d1 = C.faults.tot_dropped;
+	c1 = C.faults.tot_corrupted;
+	/* plausible rates for 200 frames at 25 % and 20 % (of the rest) */
+	ck_assert_uint_gt(d1, 50 * 200 / 400);
+	ck_assert_uint_gt(c1, 10);
+	random_run(42, false, p2, sizeof(p2));
+	ck_assert_str_eq(p1, p2);
+	ck_assert_uint_eq(C.faults.tot_dropped, d1);
+	/* the other direction's traffic does not change a->b's pattern */
+	random_run(42, true, p3, sizeof(p3));
+	ck_assert_str_eq(p1, p3);
+	/* another seed, another pattern */
+	random_run(43, false, p4, sizeof(p4));
+	ck_assert_str_ne(p1, p4);
+}
+END_TEST
+
+START_TEST(t_fault_unplug_discards_queued)
+{
+	struct cable_cfg cfg;
+
+	cable_core_fini(&C);
+	cable_cfg_defaults(&cfg);
+	cfg.latency_ns = 1000000;
+	core_setup_cfg(&cfg);
+	bring_up(0);
+	for (uint32_t i = 0; i < 10; i++) {
+		send_data(0, 8, i, 100);
+		send_data(1, 8, i, 100);
+	}
+	ck_assert_uint_eq(C.end[0].flight_bytes, 10 * 32);
+	ctl_ok("unplug", 200);
+	ck_assert_uint_eq(C.end[0].flight_bytes, 0);
+	ck_assert_uint_eq(C.end[1].flight_bytes, 0);
+	ck_assert_uint_eq(C.end[0].dropped, 10);
+	ck_assert_uint_eq(C.end[1].dropped, 10);
+	ck_assert_int_eq(R.n_flight, 20);
+	cable_core_tick(&C, 5000000);
+	ck_assert_uint_eq(expect_state(0).up, 0);
+	expect_none(0);
+}
+END_TEST
+
+START_TEST(t_fault_capture_notes)
+{
+	static const char *const notes[] = {
+		CABLE_NOTE_DROP_DOWN, CABLE_NOTE_DROP_FULL, CABLE_NOTE_DROP_FLIGHT,
+		CABLE_NOTE_DROP_FAULT, CABLE_NOTE_FAULT_CORRUPT,
+		CABLE_NOTE_FAULT_DELAY, CABLE_NOTE_FAULT_CORRUPT_DELAY,
+	};
+
+	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++) {
+		unsigned fl = odl_cap_flags_from_note(notes[i]);
+
+		ck_assert_uint_ne(fl, 0);
+		ck_assert_str_eq(odl_cap_note_from_flags(fl), notes[i]);
+	}
+	ck_assert_uint_eq(odl_cap_flags_from_note(NULL), 0);
+	ck_assert_ptr_null(odl_cap_note_from_flags(0));
+}
+END_TEST
+
 static Suite *link_suite(void)
 {
 	Suite *s = suite_create("link");
@@ -1025,6 +1659,21 @@ static Suite *link_suite(void)
 	tcase_add_test(tc, t_core_fractional_rate);
 	tcase_add_test(tc, t_core_queue_full_drops_data_only);
 	tcase_add_test(tc, t_core_status_json);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fault");
+	tcase_add_checked_fixture(tc, core_setup, core_teardown);
+	tcase_add_test(tc, t_fault_syntax);
+	tcase_add_test(tc, t_fault_drop_nth);
+	tcase_add_test(tc, t_fault_drop_every_dir_count);
+	tcase_add_test(tc, t_fault_corrupt);
+	tcase_add_test(tc, t_fault_withhold_credits);
+	tcase_add_test(tc, t_fault_delay);
+	tcase_add_test(tc, t_fault_unplug_after);
+	tcase_add_test(tc, t_fault_retrain);
+	tcase_add_test(tc, t_fault_deterministic);
+	tcase_add_test(tc, t_fault_unplug_discards_queued);
+	tcase_add_test(tc, t_fault_capture_notes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,853 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR MIT)
+/*
+ * odl_tb5 character device: /dev/odl_tb5_N, the ioctl ABI of
+ * uapi/odl_tb5_uapi.h, mmap of the per-file buffers, poll() and DMA-buf
+ * import.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cdev.h>
+#include <linux/delay.h>
+#include <linux/dma-buf.h>
+#include <linux/fs.h>
+#include <linux/iosys-map.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "compat.h"
+#include "odl_tb5.h"
+
+struct odl_slot {
+	uuid_t uuid;
+	bool used;		/* uuid is assigned to this index */
+	struct odl_dev *dev;	/* live device, or NULL */
+};
+
+static DEFINE_MUTEX(odl_slots_lock);
+static struct odl_slot odl_slots[ODL_MAX_DEVS];
+static dev_t odl_devt;
+static struct cdev odl_cdev;
+static struct class *odl_class;
+
+/* ---------------------------------------------------------------------
+ * Sized structs: accept [VER0 size, sizeof], larger only with zero tail.
+ */
+static int odl_copy_in(void *kbuf, size_t ksize, size_t minsize,
+		       unsigned long arg, u32 *usize)
+{
+	void __user *uarg = (void __user *)arg;
+	u32 size;
+	int ret;
+
+	if (get_user(size, (u32 __user *)uarg))
+		return -EFAULT;
+	if (size < minsize)
+		return -EINVAL;
+	ret = copy_struct_from_user(kbuf, ksize, uarg, size);
+	if (ret)
+		return ret;
+	*usize = size;
+	return 0;
+}
+
+static int odl_copy_out(unsigned long arg, void *kbuf, size_t ksize,
+			u32 usize)
+{
+	/* the caller's size stays as it was */
+	*(u32 *)kbuf = usize;
+	if (copy_to_user((void __user *)arg, kbuf, min_t(size_t, usize, ksize)))
+		return -EFAULT;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * ioctls
+ */
+static long odl_ioc_info(struct odl_file *f, unsigned long arg)
+{
+	struct odl_dev *dev = f->dev;
+	struct tb_xdomain *xd = dev->xd;
+	struct odl_tb5_info info;
+	u32 usize;
+	int ret;
+
+	ret = odl_copy_in(&info, sizeof(info), ODL_TB5_INFO_SIZE_VER0, arg,
+			  &usize);
+	if (ret)
+		return ret;
+	memset(&info, 0, sizeof(info));
+	info.abi_major = ODL_TB5_ABI_MAJOR;
+	info.abi_minor = ODL_TB5_ABI_MINOR;
+	if (xd->remote_uuid)
+		memcpy(info.peer_uuid, xd->remote_uuid, 16);
+	if (xd->local_uuid)
+		memcpy(info.local_uuid, xd->local_uuid, 16);
+	info.dev_index = dev->index;
+	info.link_speed_gbps = xd->link_speed;
+	info.link_lanes = odl_xd_lanes(xd);
+	info.tx_ring_size = dev->ring_size;
+	info.rx_ring_size = dev->ring_size;
+	info.frame_size = ODL_TB5_FRAME_SIZE;
+	info.max_msg_size = ODL_MAX_MSG;
+	spin_lock(&dev->lock);
+	info.state = dev->connected ? ODL_TB5_STATE_CONNECTED :
+				      ODL_TB5_STATE_DISCONNECTED;
+	info.proto_version = dev->proto_version;
+	info.generation = dev->generation;
+	info.features = dev->features;
+	info.bound_port = f->port;
+	spin_unlock(&dev->lock);
+	info.buf_count = f->area ? f->tx_count + f->rx_count : 0;
+	return odl_copy_out(arg, &info, sizeof(info), usize);
+}
+
+static long odl_ioc_buf_setup(struct odl_file *f, unsigned long arg)
+{
+	struct odl_tb5_buf_setup bs;
+	u64 tx_size, rx_size, total, off;
+	u32 tx_count, rx_count, usize, i;
+	void *area;
+	int ret;
+
+	ret = odl_copy_in(&bs, sizeof(bs), ODL_TB5_BUF_SETUP_SIZE_VER0, arg,
+			  &usize);
+	if (ret)
+		return ret;
+	if (bs.flags)
+		return -EINVAL;
+	tx_count = bs.tx_count ? bs.tx_count : 2;
+	rx_count = bs.rx_count ? bs.rx_count : 2;
+	tx_size = bs.tx_buf_size ? bs.tx_buf_size : ODL_TB5_DEFAULT_BUF_SIZE;
+	rx_size = bs.rx_buf_size ? bs.rx_buf_size : ODL_TB5_DEFAULT_BUF_SIZE;
+	if (tx_count > ODL_TB5_MAX_BUFS_PER_DIR ||
+	    rx_count > ODL_TB5_MAX_BUFS_PER_DIR ||
+	    tx_size > ODL_TB5_MAX_BUF_SIZE || rx_size > ODL_TB5_MAX_BUF_SIZE ||
+	    !PAGE_ALIGNED(tx_size) || !PAGE_ALIGNED(rx_size))
+		return -EINVAL;
+	total = tx_count * tx_size + rx_count * rx_size;
+	if (total > ODL_TB5_MAX_AREA_SIZE)
+		return -EINVAL;
+
+	mutex_lock(&f->mutex);
+	if (f->area) {
+		mutex_unlock(&f->mutex);
+		return -EBUSY;
+	}
+	area = vmalloc_user(total);
+	if (!area) {
+		mutex_unlock(&f->mutex);
+		return -ENOMEM;
+	}
+	memset(bs.offset, 0, sizeof(bs.offset));
+	memset(bs.buf_len, 0, sizeof(bs.buf_len));
+	off = 0;
+	for (i = 0; i < tx_count + rx_count; i++) {
+		bs.offset[i] = off;
+		bs.buf_len[i] = i < tx_count ? tx_size : rx_size;
+		off += bs.buf_len[i];
+	}
+	bs.tx_count = tx_count;
+	bs.rx_count = rx_count;
+	bs.tx_buf_size = tx_size;
+	bs.rx_buf_size = rx_size;
+	bs.mmap_len = total;
+	ret = odl_copy_out(arg, &bs, sizeof(bs), usize);
+	if (ret) {
+		vfree(area);
+		mutex_unlock(&f->mutex);
+		return ret;
+	}
+	for (i = 0; i < tx_count + rx_count; i++) {
+		f->buf_off[i] = bs.offset[i];
+		f->buf_len[i] = bs.buf_len[i];
+	}
+	f->tx_count = tx_count;
+	f->rx_count = rx_count;
+	f->area_len = total;
+	/* publish last: the data path only looks at buffers after this */
+	smp_store_release(&f->area, area);
+	mutex_unlock(&f->mutex);
+	return 0;
+}
+
+static long odl_ioc_bind(struct odl_file *f, unsigned long arg)
+{
+	struct odl_dev *dev = f->dev;
+	struct odl_tb5_bind b;
+	u32 usize;
+	int ret;
+
+	ret = odl_copy_in(&b, sizeof(b), ODL_TB5_BIND_SIZE_VER0, arg, &usize);
+	if (ret)
+		return ret;
+	if (b.flags || b.reserved || !b.port || b.port > ODL_TB5_MAX_PORT)
+		return -EINVAL;
+	spin_lock(&dev->lock);
+	if (dev->gone) {
+		ret = -ENODEV;
+	} else if (f->port) {
+		ret = -EALREADY;
+	} else if (dev->ports[b.port]) {
+		ret = -EADDRINUSE;
+	} else {
+		dev->ports[b.port] = f;
+		f->port = b.port;
+	}
+	spin_unlock(&dev->lock);
+	return ret;
+}
+
+/* Resolve buffer id / DMA-buf handle + range; f->mutex not needed: the
+ * area never changes once published and DMA-bufs are pinned by users.
+ */
+static int odl_region(struct odl_file *f, u32 flags, u32 id, bool tx,
+		      u64 offset, u64 len, struct odl_region *reg)
+{
+	struct odl_dmabuf *d;
+	void *area;
+	bool is_tx;
+
+	if (flags & ODL_TB5_F_DMABUF) {
+		if (!id || id > ODL_TB5_MAX_DMABUFS)
+			return -ENOENT;
+		d = f->dmabufs[id - 1];
+		if (!d)
+			return -ENOENT;
+		if (!(d->flags & (tx ? ODL_TB5_DMABUF_TX : ODL_TB5_DMABUF_RX)))
+			return -EINVAL;
+		reg->base = d->vaddr;
+		reg->len = d->len;
+		reg->dmabuf = d;
+	} else {
+		/* pairs with the release in BUF_SETUP */
+		area = smp_load_acquire(&f->area);
+		if (!area)
+			return -ENOBUFS;
+		if (id >= f->tx_count + f->rx_count)
+			return -ENOENT;
+		is_tx = id < f->tx_count;
+		if (tx != is_tx)
+			return -EINVAL;
+		reg->base = (u8 *)area + f->buf_off[id];
+		reg->len = f->buf_len[id];
+		reg->dmabuf = NULL;
+	}
+	if (offset > reg->len || len > reg->len - offset)
+		return -ERANGE;
+	reg->base += offset;
+	return 0;
+}
+
+static long odl_ioc_send(struct odl_file *f, unsigned long arg)
+{
+	struct odl_dev *dev = f->dev;
+	struct odl_tb5_send sd;
+	struct odl_region reg;
+	struct odl_send *s;
+	u32 usize, port;
+	int ret;
+
+	ret = odl_copy_in(&sd, sizeof(sd), ODL_TB5_SEND_SIZE_VER0, arg, &usize);
+	if (ret)
+		return ret;
+	if (sd.flags & ~ODL_TB5_F_DMABUF)
+		return -EINVAL;
+	if (!sd.dst_port || sd.dst_port > ODL_TB5_MAX_PORT || !sd.length)
+		return -EINVAL;
+	if (sd.length > ODL_MAX_MSG)
+		return -EMSGSIZE;
+	port = READ_ONCE(f->port);
+	if (!port)
+		return -EDESTADDRREQ;
+
+	mutex_lock(&f->mutex);	/* keeps the DMA-buf from being released */
+	ret = odl_region(f, sd.flags, sd.buf_id, true, sd.offset, sd.length,
+			 &reg);
+	if (ret)
+		goto out;
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	INIT_LIST_HEAD(&s->list);
+	s->file = f;
+	s->dmabuf = reg.dmabuf;
+	s->src = reg.base;
+	s->len = sd.length;
+	s->dst_port = sd.dst_port;
+	s->src_port = port;
+	s->cookie = sd.cookie;
+	ret = odl_queue_send(dev, s);
+	if (ret)
+		kfree(s);
+out:
+	mutex_unlock(&f->mutex);
+	return ret;
+}
+
+static long odl_ioc_recv(struct odl_file *f, unsigned long arg)
+{
+	struct odl_dev *dev = f->dev;
+	struct odl_tb5_recv rv;
+	struct odl_region reg;
+	struct odl_recv *r;
+	u32 usize;
+	int ret;
+
+	ret = odl_copy_in(&rv, sizeof(rv), ODL_TB5_RECV_SIZE_VER0, arg, &usize);
+	if (ret)
+		return ret;
+	if ((rv.flags & ~ODL_TB5_F_DMABUF) || rv.reserved || !rv.capacity)
+		return -EINVAL;
+	if (!READ_ONCE(f->port))
+		return -EDESTADDRREQ;
+
+	mutex_lock(&f->mutex);
+	ret = odl_region(f, rv.flags, rv.buf_id, false, rv.offset,
+			 rv.capacity, &reg);
+	if (ret)
+		goto out;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	r->file = f;
+	r->dmabuf = reg.dmabuf;
+	r->dst = reg.base;
+	r->capacity = rv.capacity;
+	r->cookie = rv.cookie;
+
+	spin_lock(&dev->lock);
+	if (dev->gone)
+		ret = -ENODEV;
+	else if (f->recvs_out >= ODL_TB5_MAX_OUTSTANDING)
+		ret = -EAGAIN;
+	if (ret) {
+		spin_unlock(&dev->lock);
+		kfree(r);
+		goto out;
+	}
+	f->recvs_out++;
+	if (r->dmabuf)
+		r->dmabuf->users++;
+	odl_post_recv(dev, f, r);
+	spin_unlock(&dev->lock);
+out:
+	mutex_unlock(&f->mutex);
+	return ret;
+}
+
+static bool odl_cq_ready(struct odl_file *f)
+{
+	return READ_ONCE(f->cq_count) || READ_ONCE(f->dev->gone);
+}
+
+static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
+{
+	struct odl_dev *dev = f->dev;
+	struct odl_tb5_completion *tmp;
+	struct odl_tb5_poll_cq pq;
+	u8 __user *uptr;
+	u32 usize, n, i, esize;
+	long t;
+	int ret;
+
+	ret = odl_copy_in(&pq, sizeof(pq), ODL_TB5_POLL_CQ_SIZE_VER0, arg,
+			  &usize);
+	if (ret)
+		return ret;
+	if (!pq.max_entries || pq.max_entries > ODL_CQ_SIZE || pq.reserved ||
+	    pq.entry_size < ODL_TB5_COMPLETION_SIZE_VER0 ||
+	    pq.entry_size > 4096 || pq.timeout_ms < -1 || !pq.entries_ptr)
+		return -EINVAL;
+	esize = pq.entry_size;
+	uptr = u64_to_user_ptr(pq.entries_ptr);
+	if (!access_ok(uptr, (size_t)pq.max_entries * esize))
+		return -EFAULT;
+
+	if (pq.timeout_ms && !odl_cq_ready(f)) {
+		u64 spin_until = ktime_get_ns() + odl_busy_poll * 1000ull;
+
+		while (odl_busy_poll && !odl_cq_ready(f) &&
+		       ktime_get_ns() < spin_until && !signal_pending(current))
+			cpu_relax();
+		if (pq.timeout_ms < 0) {
+			t = wait_event_interruptible(f->wq, odl_cq_ready(f));
+		} else {
+			t = msecs_to_jiffies(pq.timeout_ms);
+			t = wait_event_interruptible_timeout(f->wq,
+							     odl_cq_ready(f),
+							     t);
+			t = t < 0 ? t : 0;
+		}
+		if (t < 0 && !odl_cq_ready(f))
+			return -EINTR;
+	}
+
+	tmp = kvcalloc(pq.max_entries, sizeof(*tmp), GFP_KERNEL);
+	if (!tmp)
+		return -ENOMEM;
+	/* one reader at a time: peek, copy out, then consume */
+	mutex_lock(&f->mutex);
+	spin_lock(&dev->lock);
+	n = min(pq.max_entries, f->cq_count);
+	if (!n && dev->gone) {
+		/* everything delivered and the peer will not come back */
+		spin_unlock(&dev->lock);
+		mutex_unlock(&f->mutex);
+		kvfree(tmp);
+		return -ENODEV;
+	}
+	for (i = 0; i < n; i++)
+		tmp[i] = f->cq[(f->cq_head + i) % ODL_CQ_SIZE];
+	spin_unlock(&dev->lock);
+	for (i = 0; i < n; i++) {
+		if (copy_to_user(uptr + (size_t)i * esize, &tmp[i],
+				 min_t(u32, esize, sizeof(tmp[i]))) ||
+		    (esize > sizeof(tmp[i]) &&
+		     clear_user(uptr + (size_t)i * esize + sizeof(tmp[i]),
+				esize - sizeof(tmp[i])))) {
+			ret = -EFAULT;
+			break;
+		}
+	}
+	pq.count = n;
+	if (!ret)
+		ret = odl_copy_out(arg, &pq, sizeof(pq), usize);
+	if (!ret) {
+		spin_lock(&dev->lock);
+		f->cq_head = (f->cq_head + n) % ODL_CQ_SIZE;
+		f->cq_count -= n;
+		spin_unlock(&dev->lock);
+	}
+	mutex_unlock(&f->mutex);
+	kvfree(tmp);
+	return ret;
+}
+
+static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
+{
+	struct odl_dev *dev = f->dev;
+	struct odl_stats snap;
+	struct odl_tb5_stats st;
+	u64 *cur, *old;
+	u32 usize, i;
+	bool reset;
+	int ret;
+
+	ret = odl_copy_in(&st, sizeof(st), ODL_TB5_STATS_SIZE_VER0, arg,
+			  &usize);
+	if (ret)
+		return ret;
+	if (st.flags & ~ODL_TB5_STATS_RESET)
+		return -EINVAL;
+	reset = st.flags & ODL_TB5_STATS_RESET;
+	spin_lock(&dev->lock);
+	snap = dev->stats;
+	spin_unlock(&dev->lock);
+	memset(&st, 0, sizeof(st));
+	st.tx_msgs = snap.tx_msgs;
+	st.tx_bytes = snap.tx_bytes;
+	st.tx_frames = snap.tx_frames;
+	st.rx_msgs = snap.rx_msgs;
+	st.rx_bytes = snap.rx_bytes;
+	st.rx_frames = snap.rx_frames;
+	st.seq_errors = snap.seq_errors;
+	st.len_errors = snap.len_errors;
+	st.desc_errors = snap.desc_errors;
+	st.drops = snap.drops;
+	st.credit_stalls = snap.credit_stalls;
+	st.link_resets = snap.link_resets;
+	st.logins = snap.logins;
+	ret = odl_copy_out(arg, &st, sizeof(st), usize);
+	if (ret || !reset)
+		return ret;
+	/* reset only what was reported; later counts survive */
+	spin_lock(&dev->lock);
+	cur = (u64 *)&dev->stats;
+	old = (u64 *)&snap;
+	for (i = 0; i < sizeof(snap) / sizeof(u64); i++)
+		cur[i] -= old[i];
+	spin_unlock(&dev->lock);
+	return 0;
+}
+
+static void odl_dmabuf_free(struct odl_dmabuf *d)
+{
+	struct iosys_map map = IOSYS_MAP_INIT_VADDR(d->vaddr);
+
+	odl_dma_buf_vunmap(d->buf, &map);
+	odl_dma_buf_unmap(d->attach, d->sgt, DMA_BIDIRECTIONAL);
+	dma_buf_detach(d->buf, d->attach);
+	dma_buf_put(d->buf);
+	kfree(d);
+}
+
+static long odl_ioc_dmabuf_import(struct odl_file *f, unsigned long arg)
+{
+	struct odl_dev *dev = f->dev;
+	struct odl_tb5_dmabuf_import im;
+	struct iosys_map map;
+	struct odl_dmabuf *d;
+	u32 usize, slot;
+	int ret;
+
+	ret = odl_copy_in(&im, sizeof(im), ODL_TB5_DMABUF_IMPORT_SIZE_VER0,
+			  arg, &usize);
+	if (ret)
+		return ret;
+	if (!im.flags || (im.flags & ~(ODL_TB5_DMABUF_TX | ODL_TB5_DMABUF_RX)) ||
+	    im.handle || im.length)
+		return -EINVAL;
+	if (im.fd < 0)
+		return -EBADF;
+
+	mutex_lock(&f->mutex);
+	for (slot = 0; slot < ODL_TB5_MAX_DMABUFS; slot++)
+		if (!f->dmabufs[slot])
+			break;
+	if (slot == ODL_TB5_MAX_DMABUFS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	if (READ_ONCE(dev->gone) || !dev->tx_ring) {
+		ret = -ENODEV;
+		goto out;
+	}
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	d->buf = dma_buf_get(im.fd);
+	if (IS_ERR(d->buf)) {
+		ret = -EBADF;
+		goto err_free;
+	}
+	d->attach = dma_buf_attach(d->buf, tb_ring_dma_device(dev->tx_ring));
+	if (IS_ERR(d->attach)) {
+		ret = PTR_ERR(d->attach);
+		goto err_put;
+	}
+	d->sgt = odl_dma_buf_map(d->attach, DMA_BIDIRECTIONAL);
+	if (IS_ERR(d->sgt)) {
+		ret = PTR_ERR(d->sgt);
+		goto err_detach;
+	}
+	ret = odl_dma_buf_vmap(d->buf, &map);
+	if (ret)
+		goto err_unmap;
+	if (map.is_iomem) {
+		odl_dma_buf_vunmap(d->buf, &map);
+		ret = -EOPNOTSUPP;
+		goto err_unmap;
+	}
+	d->vaddr = map.vaddr;
+	d->len = d->buf->size;
+	d->flags = im.flags;
+	im.handle = slot + 1;
+	im.length = d->len;
+	ret = odl_copy_out(arg, &im, sizeof(im), usize);
+	if (ret) {
+		odl_dmabuf_free(d);
+		goto out;
+	}
+	f->dmabufs[slot] = d;
+	mutex_unlock(&f->mutex);
+	return 0;
+
+err_unmap:
+	odl_dma_buf_unmap(d->attach, d->sgt, DMA_BIDIRECTIONAL);
+err_detach:
+	dma_buf_detach(d->buf, d->attach);
+err_put:
+	dma_buf_put(d->buf);
+err_free:
+	kfree(d);
+out:
+	mutex_unlock(&f->mutex);
+	return ret;
+}
+
+static long odl_ioc_dmabuf_release(struct odl_file *f, unsigned long arg)
+{
+	struct odl_tb5_dmabuf_release rl;
+	struct odl_dmabuf *d;
+	u32 usize;
+	int ret;
+
+	ret = odl_copy_in(&rl, sizeof(rl), ODL_TB5_DMABUF_RELEASE_SIZE_VER0,
+			  arg, &usize);
+	if (ret)
+		return ret;
+	if (!rl.handle || rl.handle > ODL_TB5_MAX_DMABUFS)
+		return -ENOENT;
+	mutex_lock(&f->mutex);
+	d = f->dmabufs[rl.handle - 1];
+	if (!d) {
+		ret = -ENOENT;
+	} else {
+		spin_lock(&f->dev->lock);
+		if (d->users)
+			ret = -EBUSY;
+		else
+			f->dmabufs[rl.handle - 1] = NULL;
+		spin_unlock(&f->dev->lock);
+		if (!ret)
+			odl_dmabuf_free(d);
+	}
+	mutex_unlock(&f->mutex);
+	return ret;
+}
+
+static long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct odl_file *f = file->private_data;
+	bool gone = READ_ONCE(f->dev->gone);
+
+	/* the size encoded in cmd is ignored: structs carry their own */
+	if (_IOC_TYPE(cmd) != ODL_TB5_IOC_MAGIC ||
+	    _IOC_DIR(cmd) != (_IOC_READ | _IOC_WRITE))
+		return -ENOTTY;
+
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(ODL_TB5_IOC_GET_INFO):
+		return odl_ioc_info(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_POLL_CQ):
+		return odl_ioc_poll_cq(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_GET_STATS):
+		return odl_ioc_stats(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_DMABUF_RELEASE):
+		return odl_ioc_dmabuf_release(f, arg);
+	}
+	if (gone)
+		return -ENODEV;
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(ODL_TB5_IOC_BUF_SETUP):
+		return odl_ioc_buf_setup(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_BIND):
+		return odl_ioc_bind(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_SEND):
+		return odl_ioc_send(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_RECV):
+		return odl_ioc_recv(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_DMABUF_IMPORT):
+		return odl_ioc_dmabuf_import(f, arg);
+	}
+	return -ENOTTY;
+}
+
+/* ---------------------------------------------------------------------
+ * open/release/mmap/poll
+ */
+static int odl_open(struct inode *inode, struct file *file)
+{
+	unsigned int minor = iminor(inode);
+	struct odl_dev *dev = NULL;
+	struct odl_file *f;
+
+	if (minor >= ODL_MAX_DEVS)
+		return -ENODEV;
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	f->cq = kvcalloc(ODL_CQ_SIZE, sizeof(*f->cq), GFP_KERNEL);
+	if (!f->cq) {
+		kfree(f);
+		return -ENOMEM;
+	}
+	mutex_init(&f->mutex);
+	init_waitqueue_head(&f->wq);
+	INIT_LIST_HEAD(&f->recvs);
+	INIT_LIST_HEAD(&f->pending);
+
+	mutex_lock(&odl_slots_lock);
+	dev = odl_slots[minor].dev;
+	if (dev)
+		kref_get(&dev->kref);
+	mutex_unlock(&odl_slots_lock);
+	if (!dev) {
+		kvfree(f->cq);
+		kfree(f);
+		return -ENODEV;
+	}
+	f->dev = dev;
+	spin_lock(&dev->lock);
+	list_add_tail(&f->list, &dev->files);
+	spin_unlock(&dev->lock);
+	file->private_data = f;
+	return nonseekable_open(inode, file);
+}
+
+static int odl_release(struct inode *inode, struct file *file)
+{
+	struct odl_file *f = file->private_data;
+	struct odl_dev *dev = f->dev;
+	u32 i;
+
+	spin_lock(&dev->lock);
+	odl_file_detach(dev, f);
+	spin_unlock(&dev->lock);
+	for (i = 0; i < ODL_TB5_MAX_DMABUFS; i++)
+		if (f->dmabufs[i])
+			odl_dmabuf_free(f->dmabufs[i]);
+	vfree(f->area);
+	kvfree(f->cq);
+	kfree(f);
+	odl_dev_put(dev);
+	return 0;
+}
+
+static int odl_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct odl_file *f = file->private_data;
+	unsigned long len = vma->vm_end - vma->vm_start;
+	void *area;
+	u64 off;
+
+	/* pairs with the release in BUF_SETUP */
+	area = smp_load_acquire(&f->area);
+	if (!area)
+		return -ENOBUFS;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	if (off > f->area_len || len > f->area_len - off)
+		return -EINVAL;
+	odl_vm_flags_set(vma, VM_DONTCOPY);
+	return remap_vmalloc_range(vma, area, vma->vm_pgoff);
+}
+
+static __poll_t odl_poll(struct file *file, poll_table *wait)
+{
+	struct odl_file *f = file->private_data;
+	struct odl_dev *dev = f->dev;
+	__poll_t mask = 0;
+
+	poll_wait(file, &f->wq, wait);
+	spin_lock(&dev->lock);
+	if (f->cq_count)
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (dev->connected && f->sends_out < ODL_TB5_MAX_OUTSTANDING)
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	if (dev->gone)
+		mask |= EPOLLHUP | EPOLLERR;
+	spin_unlock(&dev->lock);
+	return mask;
+}
+
+static const struct file_operations odl_fops = {
+	.owner = THIS_MODULE,
+	.open = odl_open,
+	.release = odl_release,
+	.unlocked_ioctl = odl_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = odl_mmap,
+	.poll = odl_poll,
+	.llseek = no_llseek,
+};
+
+/* ---------------------------------------------------------------------
+ * Device nodes: index N stays with the peer's UUID while loaded.
+ */
+int odl_cdev_add(struct odl_dev *dev)
+{
+	const uuid_t *uuid = dev->xd->remote_uuid;
+	int i, idx = -1;
+	struct device *d;
+
+	if (!uuid)
+		return -ENODEV;
+	mutex_lock(&odl_slots_lock);
+	for (i = 0; i < ODL_MAX_DEVS; i++)
+		if (odl_slots[i].used && uuid_equal(&odl_slots[i].uuid, uuid))
+			idx = i;
+	if (idx < 0) {
+		for (i = 0; i < ODL_MAX_DEVS; i++)
+			if (!odl_slots[i].used) {
+				idx = i;
+				break;
+			}
+	}
+	if (idx < 0 || odl_slots[idx].dev) {
+		mutex_unlock(&odl_slots_lock);
+		return idx < 0 ? -ENOSPC : -EBUSY;
+	}
+	odl_slots[idx].used = true;
+	uuid_copy(&odl_slots[idx].uuid, uuid);
+	dev->index = idx;
+	d = device_create(odl_class, &dev->svc->dev, MKDEV(MAJOR(odl_devt), idx),
+			  dev, ODL_TB5_DEV_PREFIX "%d", idx);
+	if (IS_ERR(d)) {
+		mutex_unlock(&odl_slots_lock);
+		return PTR_ERR(d);
+	}
+	dev->cdev_dev = d;
+	odl_slots[idx].dev = dev;
+	mutex_unlock(&odl_slots_lock);
+	return 0;
+}
+
+void odl_cdev_remove(struct odl_dev *dev)
+{
+	struct odl_file *f;
+
+	mutex_lock(&odl_slots_lock);
+	odl_slots[dev->index].dev = NULL;
+	device_destroy(odl_class, MKDEV(MAJOR(odl_devt), dev->index));
+	mutex_unlock(&odl_slots_lock);
+
+	spin_lock(&dev->lock);
+	dev->gone = true;
+	list_for_each_entry(f, &dev->files, list)
+		wake_up_interruptible(&f->wq);
+	spin_unlock(&dev->lock);
+}
+
+static char *odl_devnode(ODL_DEVNODE_CONST struct device *dev, umode_t *mode)
+{
+	if (mode)
+		*mode = 0660;
+	return NULL;
+}
+
+int odl_cdev_init(void)
+{
+	int ret;
+
+	ret = alloc_chrdev_region(&odl_devt, 0, ODL_MAX_DEVS, "odl_tb5");
+	if (ret)
+		return ret;
+	cdev_init(&odl_cdev, &odl_fops);
+	odl_cdev.owner = THIS_MODULE;
+	ret = cdev_add(&odl_cdev, odl_devt, ODL_MAX_DEVS);
+	if (ret)
+		goto err_region;
+	odl_class = odl_class_create("odl_tb5");
+	if (IS_ERR(odl_class)) {
+		ret = PTR_ERR(odl_class);
+		goto err_cdev;
+	}
+	odl_class->devnode = odl_devnode;
+	return 0;
+
+err_cdev:
+	cdev_del(&odl_cdev);
+err_region:
+	unregister_chrdev_region(odl_devt, ODL_MAX_DEVS);
+	return ret;
+}
+
+void odl_cdev_exit(void)
+{
+	class_destroy(odl_class);
+	cdev_del(&odl_cdev);
+	unregister_chrdev_region(odl_devt, ODL_MAX_DEVS);
+}

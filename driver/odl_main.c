@@ -1,0 +1,1363 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR MIT)
+/*
+ * odl_tb5 - OdinLink DMA channel between two hosts joined by a
+ * Thunderbolt/USB4 cable.
+ *
+ * This file: the XDomain service (property directory, service driver),
+ * the login/logout handshake with the peer, the DMA rings and paths, and
+ * the framing of messages into 4 KiB ring frames and back.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/log2.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "compat.h"
+#include "odl_tb5.h"
+
+#define ODL_SERVICE_KEY		"odltb5"
+#define ODL_PRTCID		1
+#define ODL_PRTCVERS		1
+#define ODL_PRTCREVS		1
+#define ODL_STNS_E2E		BIT(0)
+
+#define ODL_LOGIN_TIMEOUT_MS	1000
+#define ODL_LOGOUT_TIMEOUT_MS	500
+#define ODL_LOGIN_BACKOFF_MIN	100
+#define ODL_LOGIN_BACKOFF_MAX	5000
+
+/* Property directory UUID: 3a8f5d27-91c4-4e0b-b6d2-0d15c0de7b50 */
+static const uuid_t odl_dir_uuid =
+	UUID_INIT(0x3a8f5d27, 0x91c4, 0x4e0b,
+		  0xb6, 0xd2, 0x0d, 0x15, 0xc0, 0xde, 0x7b, 0x50);
+
+/* Handshake protocol UUID: 7c1e2b9a-4d63-4f8e-a5b0-0d1cab1e5b05 */
+static const uuid_t odl_proto_uuid =
+	UUID_INIT(0x7c1e2b9a, 0x4d63, 0x4f8e,
+		  0xa5, 0xb0, 0x0d, 0x1c, 0xab, 0x1e, 0x5b, 0x05);
+
+static unsigned int ring_size = 4096;
+module_param(ring_size, uint, 0444);
+MODULE_PARM_DESC(ring_size,
+		 "descriptors per TX/RX ring, power of two 64..16384 (default: 4096)");
+
+static char *e2e = "auto";
+module_param(e2e, charp, 0444);
+MODULE_PARM_DESC(e2e,
+		 "end-to-end flow control on the RX ring: auto|on|off (default: auto = if the peer offers it)");
+
+unsigned int odl_busy_poll;
+module_param_named(busy_poll, odl_busy_poll, uint, 0644);
+MODULE_PARM_DESC(busy_poll,
+		 "microseconds a waiting POLL_CQ spins before sleeping, 0..10000 (default: 0)");
+
+enum odl_e2e_mode { ODL_E2E_AUTO, ODL_E2E_ON, ODL_E2E_OFF };
+static enum odl_e2e_mode odl_e2e_mode;
+
+static struct tb_property_dir *odl_dir;
+
+/* ---------------------------------------------------------------------
+ * Handshake messages (XDomain packets, dwords in CPU order after the
+ * control channel's conversion; UUIDs are raw bytes).
+ */
+enum odl_xd_type {
+	ODL_XD_LOGIN = 1,
+	ODL_XD_LOGIN_RESPONSE = 2,
+	ODL_XD_LOGOUT = 3,
+	ODL_XD_STATUS = 4,
+};
+
+enum odl_xd_status {
+	ODL_XD_OK = 0,
+	ODL_XD_EPROTO = 1,	/* no common protocol version */
+	ODL_XD_EINVAL = 2,	/* a field is out of range */
+	ODL_XD_EBUSY = 3,	/* not ready, try again */
+};
+
+#define ODL_XD_LENGTH_MASK	GENMASK(5, 0)
+#define ODL_XD_SN_MASK		GENMASK(28, 27)
+#define ODL_XD_SN_SHIFT		27
+
+struct odl_xd_hdr {
+	u32 route_hi;
+	u32 route_lo;
+	u32 length_sn;
+	uuid_t proto_uuid;
+	uuid_t initiator_uuid;
+	uuid_t target_uuid;
+	u32 type;
+	u32 command_id;
+};
+
+struct odl_xd_login {
+	struct odl_xd_hdr hdr;
+	u32 proto_min;
+	u32 proto_max;
+	u32 session;
+	u32 transmit_path;
+	u32 ring_size;
+	u32 frame_size;
+	u32 features;
+	u32 max_msg;
+	u32 reserved[4];
+};
+
+struct odl_xd_login_response {
+	struct odl_xd_hdr hdr;
+	u32 status;
+	u32 proto_version;
+	u32 session;
+	u32 ring_size;
+	u32 features;
+	u32 reserved[3];
+};
+
+struct odl_xd_logout {
+	struct odl_xd_hdr hdr;
+	u32 session;
+	u32 reserved;
+};
+
+struct odl_xd_status_msg {
+	struct odl_xd_hdr hdr;
+	u32 status;
+	u32 reserved;
+};
+
+union odl_xd_any {
+	struct odl_xd_hdr hdr;
+	struct odl_xd_login login;
+	struct odl_xd_login_response login_resp;
+	struct odl_xd_logout logout;
+	struct odl_xd_status_msg status;
+};
+
+static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
+			 const uuid_t *initiator, const uuid_t *target,
+			 u32 type, size_t size, u32 command_id)
+{
+	hdr->route_hi = upper_32_bits(route);
+	hdr->route_lo = lower_32_bits(route);
+	hdr->length_sn = ((size - 3 * 4) / 4) & ODL_XD_LENGTH_MASK;
+	hdr->length_sn |= (sequence << ODL_XD_SN_SHIFT) & ODL_XD_SN_MASK;
+	uuid_copy(&hdr->proto_uuid, &odl_proto_uuid);
+	uuid_copy(&hdr->initiator_uuid, initiator);
+	uuid_copy(&hdr->target_uuid, target);
+	hdr->type = type;
+	hdr->command_id = command_id;
+}
+
+static u32 odl_local_features(const struct odl_dev *dev)
+{
+	return dev->e2e ? ODL_TB5_FEAT_E2E : 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Completions and delivery to files (dev->lock held)
+ */
+void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
+		 u64 len, u32 src_port, u32 flags)
+{
+	struct odl_tb5_completion *c;
+
+	if (f->cq_count >= ODL_CQ_SIZE) {
+		f->cq_dropped++;
+		return;
+	}
+	c = &f->cq[(f->cq_head + f->cq_count) % ODL_CQ_SIZE];
+	c->cookie = cookie;
+	c->type = type;
+	c->status = status;
+	c->length = len;
+	c->src_port = src_port;
+	c->flags = flags;
+	f->cq_count++;
+	wake_up_interruptible(&f->wq);
+}
+
+/* An event takes a slot only if sends and receives keep theirs. */
+static void odl_event(struct odl_file *f, int status, u32 flags)
+{
+	if (f->cq_count + f->sends_out + f->recvs_out >= ODL_CQ_SIZE) {
+		f->cq_dropped++;
+		return;
+	}
+	odl_cq_push(f, 0, ODL_TB5_COMP_EVENT, status, 0, 0, flags);
+}
+
+static void odl_event_all(struct odl_dev *dev, int status, u32 flags)
+{
+	struct odl_file *f;
+
+	list_for_each_entry(f, &dev->files, list)
+		if (f->port || flags != ODL_TB5_CF_MSG_LOST)
+			odl_event(f, status, flags);
+}
+
+static void odl_recv_done(struct odl_dev *dev, struct odl_recv *r, int status,
+			  u64 len, u32 src_port)
+{
+	struct odl_file *f = r->file;
+
+	if (r->dmabuf)
+		r->dmabuf->users--;
+	f->recvs_out--;
+	odl_cq_push(f, r->cookie, ODL_TB5_COMP_RECV, status, len, src_port, 0);
+	kfree(r);
+}
+
+static void odl_send_done(struct odl_dev *dev, struct odl_send *s)
+{
+	struct odl_file *f = s->file;
+
+	if (f) {
+		if (s->dmabuf)
+			s->dmabuf->users--;
+		f->sends_out--;
+		odl_cq_push(f, s->cookie, ODL_TB5_COMP_SEND, s->status,
+			    s->status ? 0 : s->len, 0, 0);
+	}
+	if (!s->status) {
+		dev->stats.tx_msgs++;
+		dev->stats.tx_bytes += s->len;
+	}
+	kfree(s);
+}
+
+static struct odl_recv *odl_take_recv(struct odl_file *f)
+{
+	struct odl_recv *r;
+
+	r = list_first_entry_or_null(&f->recvs, struct odl_recv, list);
+	if (r)
+		list_del(&r->list);
+	return r;
+}
+
+/* Report a failed message to the file bound to @port. */
+static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
+			      int status)
+{
+	struct odl_file *f = port <= ODL_TB5_MAX_PORT ? dev->ports[port] : NULL;
+	struct odl_pending *p;
+	struct odl_recv *r;
+
+	if (!f) {
+		dev->stats.drops++;
+		return;
+	}
+	r = odl_take_recv(f);
+	if (r) {
+		odl_recv_done(dev, r, status, 0, src_port);
+		return;
+	}
+	if (dev->pending_count >= ODL_PENDING_MAX) {
+		dev->stats.drops++;
+		return;
+	}
+	p = kzalloc(sizeof(*p), GFP_ATOMIC);
+	if (!p) {
+		dev->stats.drops++;
+		return;
+	}
+	p->status = status;
+	p->src_port = src_port;
+	list_add_tail(&p->list, &f->pending);
+	dev->pending_count++;
+}
+
+/* ---------------------------------------------------------------------
+ * TX
+ */
+
+/* Fill free frames from the send queue (dev->lock held). */
+static void odl_tx_pump(struct odl_dev *dev)
+{
+	while (dev->connected && !list_empty(&dev->txq)) {
+		struct odl_send *s;
+		struct odl_frame *fr;
+		struct odl_frame_hdr *h;
+		u32 chunk;
+		bool last;
+		int ret;
+
+		if (list_empty(&dev->tx_free) ||
+		    dev->tx_inflight >= dev->tx_window) {
+			dev->stats.credit_stalls++;
+			return;
+		}
+		s = list_first_entry(&dev->txq, struct odl_send, list);
+		fr = list_first_entry(&dev->tx_free, struct odl_frame, list);
+
+		chunk = min_t(u32, ODL_PAYLOAD_MAX, s->len - s->pos);
+		last = s->pos + chunk == s->len;
+		h = fr->buf;
+		h->magic = cpu_to_le32(ODL_FRAME_MAGIC);
+		h->seq = cpu_to_le32(dev->tx_seq);
+		h->msg_id = cpu_to_le32(s->msg_id);
+		h->msg_len = cpu_to_le32(s->len);
+		h->offset = cpu_to_le32(s->pos);
+		h->dst_port = cpu_to_le16(s->dst_port);
+		h->src_port = cpu_to_le16(s->src_port);
+		h->payload_len = cpu_to_le32(chunk);
+		h->reserved = 0;
+		memcpy(fr->buf + ODL_HDR_SIZE, s->src + s->pos, chunk);
+
+		/* a 4096-byte frame is encoded as size 0 */
+		fr->frame.size = (ODL_HDR_SIZE + chunk) & 0xfff;
+		fr->frame.sof = ODL_PDF_SOF;
+		fr->frame.eof = last ? ODL_PDF_EOF_LAST : ODL_PDF_EOF_MID;
+		fr->frame.flags = 0;
+		fr->send = s;
+
+		ret = tb_ring_tx(dev->tx_ring, &fr->frame);
+		if (ret) {
+			/* ring stopping: teardown fails the queue */
+			fr->send = NULL;
+			return;
+		}
+		list_del(&fr->list);
+		dev->tx_seq++;
+		dev->tx_inflight++;
+		dev->stats.tx_frames++;
+		s->inflight++;
+		s->pos += chunk;
+		if (last)
+			list_del_init(&s->list);
+	}
+}
+
+static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
+			    bool canceled)
+{
+	struct odl_frame *fr = container_of(frame, struct odl_frame, frame);
+	struct odl_dev *dev = fr->dev;
+	struct odl_send *s;
+
+	spin_lock(&dev->lock);
+	s = fr->send;
+	fr->send = NULL;
+	list_add_tail(&fr->list, &dev->tx_free);
+	dev->tx_inflight--;
+	if (s) {
+		s->inflight--;
+		if (canceled && !s->status)
+			s->status = -ECONNRESET;
+		/* fully queued (off txq) and nothing left on the ring */
+		if (!s->inflight && list_empty(&s->list))
+			odl_send_done(dev, s);
+	}
+	if (!canceled)
+		odl_tx_pump(dev);
+	spin_unlock(&dev->lock);
+}
+
+int odl_queue_send(struct odl_dev *dev, struct odl_send *s)
+{
+	spin_lock(&dev->lock);
+	if (dev->gone) {
+		spin_unlock(&dev->lock);
+		return -ENODEV;
+	}
+	if (!dev->connected) {
+		spin_unlock(&dev->lock);
+		return -ENOTCONN;
+	}
+	if (s->file->sends_out >= ODL_TB5_MAX_OUTSTANDING) {
+		spin_unlock(&dev->lock);
+		return -EAGAIN;
+	}
+	s->file->sends_out++;
+	if (s->dmabuf)
+		s->dmabuf->users++;
+	s->msg_id = dev->tx_msg_id++;
+	list_add_tail(&s->list, &dev->txq);
+	odl_tx_pump(dev);
+	spin_unlock(&dev->lock);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * RX
+ */
+
+/* Give the finished (or failed) message to its file (dev->lock held). */
+static void odl_rx_finish(struct odl_dev *dev, int status)
+{
+	struct odl_file *f;
+	struct odl_pending *p;
+
+	switch (dev->rx.target) {
+	case ODL_RX_RECV:
+		odl_recv_done(dev, dev->rx.recv, status,
+			      status ? 0 : dev->rx.len, dev->rx.src_port);
+		break;
+	case ODL_RX_STAGE:
+		f = dev->ports[dev->rx.dst_port];
+		if (status || !f) {
+			kvfree(dev->rx.stage);
+			if (status)
+				odl_deliver_error(dev, dev->rx.dst_port,
+						  dev->rx.src_port, status);
+			else
+				dev->stats.drops++;
+			break;
+		}
+		p = kzalloc(sizeof(*p), GFP_ATOMIC);
+		if (!p) {
+			kvfree(dev->rx.stage);
+			dev->stats.drops++;
+			break;
+		}
+		p->data = dev->rx.stage;
+		p->len = dev->rx.len;
+		p->src_port = dev->rx.src_port;
+		list_add_tail(&p->list, &f->pending);
+		dev->pending_count++;
+		dev->pending_bytes += p->len;
+		break;
+	default:
+		break;
+	}
+	if (!status && dev->rx.target != ODL_RX_DISCARD) {
+		dev->stats.rx_msgs++;
+		dev->stats.rx_bytes += dev->rx.len;
+	}
+	dev->rx.active = false;
+	dev->rx.target = ODL_RX_NONE;
+	dev->rx.recv = NULL;
+	dev->rx.stage = NULL;
+}
+
+/* Abort the message being reassembled; with none, frames may have carried
+ * whole messages: tell every bound file.
+ */
+static void odl_rx_abort(struct odl_dev *dev, int status, bool lost_frames)
+{
+	if (dev->rx.active)
+		odl_rx_finish(dev, status);
+	else if (lost_frames)
+		odl_event_all(dev, status, ODL_TB5_CF_MSG_LOST);
+}
+
+/* Choose where a new message goes (dev->lock held, may drop it). */
+static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
+			 u32 msg_len, u16 dst, u16 src)
+{
+	struct odl_file *f = dev->ports[dst];
+	struct odl_recv *r;
+	void *stage;
+
+	dev->rx.active = true;
+	dev->rx.msg_id = le32_to_cpu(h->msg_id);
+	dev->rx.len = msg_len;
+	dev->rx.pos = 0;
+	dev->rx.dst_port = dst;
+	dev->rx.src_port = src;
+	dev->rx.target = ODL_RX_DISCARD;
+
+	if (!f) {
+		dev->stats.drops++;
+		return;
+	}
+	r = odl_take_recv(f);
+	if (r) {
+		if (r->capacity < msg_len) {
+			odl_recv_done(dev, r, -EMSGSIZE, msg_len, src);
+			return;
+		}
+		dev->rx.target = ODL_RX_RECV;
+		dev->rx.recv = r;
+		return;
+	}
+	if (dev->pending_count >= ODL_PENDING_MAX ||
+	    dev->pending_bytes + msg_len > ODL_PENDING_BYTES) {
+		dev->stats.drops++;
+		return;
+	}
+	/* RX callbacks are serialised; only the target may change meanwhile */
+	spin_unlock(&dev->lock);
+	stage = kvmalloc(msg_len, GFP_KERNEL);
+	spin_lock(&dev->lock);
+	if (!stage) {
+		dev->stats.drops++;
+		return;
+	}
+	dev->rx.target = ODL_RX_STAGE;
+	dev->rx.stage = stage;
+}
+
+static void odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr)
+{
+	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
+	struct odl_frame_hdr h;
+	u32 seq, msg_len, off, plen, msg_id;
+	u16 dst, src;
+	bool last;
+	u8 *dstp;
+
+	dev->stats.rx_frames++;
+	if (fr->frame.flags & (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN)) {
+		dev->stats.desc_errors++;
+		odl_rx_abort(dev, -EIO, true);
+		dev->rx.seq_valid = false;
+		return;
+	}
+	if (size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
+	    (fr->frame.eof != ODL_PDF_EOF_MID &&
+	     fr->frame.eof != ODL_PDF_EOF_LAST))
+		goto bad;
+	memcpy(&h, fr->buf, sizeof(h));
+	seq = le32_to_cpu(h.seq);
+	msg_id = le32_to_cpu(h.msg_id);
+	msg_len = le32_to_cpu(h.msg_len);
+	off = le32_to_cpu(h.offset);
+	plen = le32_to_cpu(h.payload_len);
+	dst = le16_to_cpu(h.dst_port);
+	src = le16_to_cpu(h.src_port);
+	last = fr->frame.eof == ODL_PDF_EOF_LAST;
+	if (le32_to_cpu(h.magic) != ODL_FRAME_MAGIC || h.reserved ||
+	    plen != size - ODL_HDR_SIZE || !msg_len || msg_len > ODL_MAX_MSG ||
+	    off >= msg_len || plen > msg_len - off ||
+	    last != (off + plen == msg_len) ||
+	    !dst || dst > ODL_TB5_MAX_PORT || !src || src > ODL_TB5_MAX_PORT)
+		goto bad;
+
+	if (dev->rx.seq_valid && seq != dev->rx.expect_seq) {
+		dev->stats.seq_errors++;
+		odl_rx_abort(dev, -EPROTO, true);
+	}
+	dev->rx.seq_valid = true;
+	dev->rx.expect_seq = seq + 1;
+
+	if (dev->rx.active &&
+	    (off == 0 || msg_id != dev->rx.msg_id || msg_len != dev->rx.len ||
+	     off != dev->rx.pos || dst != dev->rx.dst_port ||
+	     src != dev->rx.src_port)) {
+		dev->stats.seq_errors++;
+		odl_rx_abort(dev, -EPROTO, false);
+	}
+	if (!dev->rx.active) {
+		if (off) {
+			/* the start of this message was lost */
+			odl_deliver_error(dev, dst, src, -EPROTO);
+			dev->rx.active = true;
+			dev->rx.target = ODL_RX_DISCARD;
+			dev->rx.msg_id = msg_id;
+			dev->rx.len = msg_len;
+			dev->rx.pos = off;
+			dev->rx.dst_port = dst;
+			dev->rx.src_port = src;
+		} else {
+			odl_rx_start(dev, &h, msg_len, dst, src);
+			if (!dev->connected)
+				return;
+		}
+	}
+
+	dstp = NULL;
+	if (dev->rx.target == ODL_RX_RECV)
+		dstp = dev->rx.recv->dst;
+	else if (dev->rx.target == ODL_RX_STAGE)
+		dstp = dev->rx.stage;
+	if (dstp)
+		memcpy(dstp + off, fr->buf + ODL_HDR_SIZE, plen);
+	dev->rx.pos = off + plen;
+	if (last)
+		odl_rx_finish(dev, 0);
+	return;
+
+bad:
+	dev->stats.len_errors++;
+	odl_rx_abort(dev, -EBADMSG, true);
+	dev->rx.seq_valid = false;
+}
+
+static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
+			    bool canceled)
+{
+	struct odl_frame *fr = container_of(frame, struct odl_frame, frame);
+	struct odl_dev *dev = fr->dev;
+	bool repost;
+
+	if (canceled)
+		return;
+	spin_lock(&dev->lock);
+	if (dev->connected)
+		odl_rx_frame(dev, fr);
+	repost = dev->connected;
+	spin_unlock(&dev->lock);
+	if (repost) {
+		fr->frame.size = 0;
+		tb_ring_rx(ring, &fr->frame);
+	}
+}
+
+void odl_post_recv(struct odl_dev *dev, struct odl_file *f,
+		   struct odl_recv *r)
+{
+	struct odl_pending *p;
+
+	/* dev->lock held; a waiting message is delivered at once */
+	p = list_first_entry_or_null(&f->pending, struct odl_pending, list);
+	if (!p) {
+		list_add_tail(&r->list, &f->recvs);
+		return;
+	}
+	list_del(&p->list);
+	dev->pending_count--;
+	dev->pending_bytes -= p->len;
+	if (p->status) {
+		odl_recv_done(dev, r, p->status, 0, p->src_port);
+	} else if (p->len > r->capacity) {
+		odl_recv_done(dev, r, -EMSGSIZE, p->len, p->src_port);
+	} else {
+		memcpy(r->dst, p->data, p->len);
+		odl_recv_done(dev, r, 0, p->len, p->src_port);
+	}
+	kvfree(p->data);
+	kfree(p);
+}
+
+/* A file goes away: unbind it and cut every tie the data path has to it
+ * (dev->lock held).
+ */
+void odl_file_detach(struct odl_dev *dev, struct odl_file *f)
+{
+	struct odl_pending *p, *pn;
+	struct odl_recv *r, *rn;
+	struct odl_send *s, *sn;
+	struct odl_frame *fr;
+	u32 i;
+
+	if (dev->rx.target == ODL_RX_RECV && dev->rx.recv->file == f) {
+		odl_recv_done(dev, dev->rx.recv, -ECANCELED, 0, 0);
+		dev->rx.recv = NULL;
+		dev->rx.target = ODL_RX_DISCARD;
+	}
+	list_for_each_entry_safe(r, rn, &f->recvs, list) {
+		list_del(&r->list);
+		odl_recv_done(dev, r, -ECANCELED, 0, 0);
+	}
+	list_for_each_entry_safe(p, pn, &f->pending, list) {
+		list_del(&p->list);
+		dev->pending_count--;
+		dev->pending_bytes -= p->len;
+		kvfree(p->data);
+		kfree(p);
+	}
+	list_for_each_entry_safe(s, sn, &dev->txq, list) {
+		if (s->file != f)
+			continue;
+		if (s->dmabuf)
+			s->dmabuf->users--;
+		s->dmabuf = NULL;
+		s->file = NULL;
+		s->status = -ECANCELED;
+		list_del_init(&s->list);
+		if (!s->inflight)
+			kfree(s);
+	}
+	/* frames on the ring already hold a copy; just forget the file */
+	if (dev->tx_frames) {
+		for (i = 0; i < dev->ring_size; i++) {
+			fr = &dev->tx_frames[i];
+			if (fr->send && fr->send->file == f) {
+				if (fr->send->dmabuf)
+					fr->send->dmabuf->users--;
+				fr->send->dmabuf = NULL;
+				fr->send->file = NULL;
+			}
+		}
+	}
+	if (f->port && dev->ports[f->port] == f)
+		dev->ports[f->port] = NULL;
+	f->port = 0;
+	list_del_init(&f->list);
+}
+
+/* ---------------------------------------------------------------------
+ * Rings and paths
+ */
+static void odl_free_frames(struct odl_dev *dev, struct odl_frame *frames,
+			    struct tb_ring *ring)
+{
+	u32 i;
+
+	if (!frames)
+		return;
+	for (i = 0; i < dev->ring_size; i++)
+		if (frames[i].buf)
+			dma_free_coherent(tb_ring_dma_device(ring),
+					  ODL_TB5_FRAME_SIZE, frames[i].buf,
+					  frames[i].dma);
+	kvfree(frames);
+}
+
+static struct odl_frame *odl_alloc_frames(struct odl_dev *dev,
+					  struct tb_ring *ring, ring_cb cb)
+{
+	struct odl_frame *frames;
+	u32 i;
+
+	frames = kvcalloc(dev->ring_size, sizeof(*frames), GFP_KERNEL);
+	if (!frames)
+		return NULL;
+	for (i = 0; i < dev->ring_size; i++) {
+		frames[i].buf = dma_alloc_coherent(tb_ring_dma_device(ring),
+						   ODL_TB5_FRAME_SIZE,
+						   &frames[i].dma, GFP_KERNEL);
+		if (!frames[i].buf) {
+			odl_free_frames(dev, frames, ring);
+			return NULL;
+		}
+		frames[i].dev = dev;
+		frames[i].frame.buffer_phy = frames[i].dma;
+		frames[i].frame.callback = cb;
+		INIT_LIST_HEAD(&frames[i].list);
+	}
+	return frames;
+}
+
+static void odl_free_rings(struct odl_dev *dev)
+{
+	if (dev->rx_ring) {
+		odl_free_frames(dev, dev->rx_frames, dev->rx_ring);
+		tb_ring_free(dev->rx_ring);
+	}
+	if (dev->local_transmit_path > 0)
+		tb_xdomain_release_out_hopid(dev->xd, dev->local_transmit_path);
+	if (dev->tx_ring) {
+		odl_free_frames(dev, dev->tx_frames, dev->tx_ring);
+		tb_ring_free(dev->tx_ring);
+	}
+	dev->rx_frames = NULL;
+	dev->tx_frames = NULL;
+	dev->rx_ring = NULL;
+	dev->tx_ring = NULL;
+	dev->local_transmit_path = 0;
+}
+
+static int odl_alloc_rings(struct odl_dev *dev)
+{
+	struct tb_xdomain *xd = dev->xd;
+	unsigned int flags = RING_FLAG_FRAME;
+	u16 sof_mask = BIT(ODL_PDF_SOF);
+	u16 eof_mask = BIT(ODL_PDF_EOF_MID) | BIT(ODL_PDF_EOF_LAST);
+	int hopid, i;
+
+	dev->tx_ring = tb_ring_alloc_tx(xd->tb->nhi, -1, dev->ring_size,
+					RING_FLAG_FRAME);
+	if (!dev->tx_ring)
+		return -ENOMEM;
+	hopid = tb_xdomain_alloc_out_hopid(xd, -1);
+	if (hopid < 0) {
+		odl_free_rings(dev);
+		return hopid;
+	}
+	dev->local_transmit_path = hopid;
+
+	if (dev->e2e)
+		flags |= RING_FLAG_E2E;
+	dev->rx_ring = tb_ring_alloc_rx(xd->tb->nhi, -1, dev->ring_size, flags,
+					dev->tx_ring->hop, sof_mask, eof_mask,
+					NULL, NULL);
+	if (!dev->rx_ring)
+		goto nomem;
+	dev->tx_frames = odl_alloc_frames(dev, dev->tx_ring, odl_tx_callback);
+	dev->rx_frames = odl_alloc_frames(dev, dev->rx_ring, odl_rx_callback);
+	if (!dev->tx_frames || !dev->rx_frames)
+		goto nomem;
+	for (i = 0; i < dev->ring_size; i++)
+		list_add_tail(&dev->tx_frames[i].list, &dev->tx_free);
+	return 0;
+
+nomem:
+	INIT_LIST_HEAD(&dev->tx_free);
+	odl_free_rings(dev);
+	return -ENOMEM;
+}
+
+/* conn_lock held */
+static void odl_disconnect(struct odl_dev *dev, const char *why)
+{
+	struct odl_send *s, *sn;
+	LIST_HEAD(failed);
+
+	if (!dev->connected)
+		return;
+	dev_info(&dev->svc->dev, "disconnected from peer (%s)\n", why);
+	spin_lock(&dev->lock);
+	dev->connected = false;
+	spin_unlock(&dev->lock);
+
+	tb_xdomain_disable_paths(dev->xd, dev->local_transmit_path,
+				 dev->tx_ring->hop, dev->remote_transmit_path,
+				 dev->rx_ring->hop);
+	/* both return only after every callback ran (canceled) */
+	tb_ring_stop(dev->rx_ring);
+	tb_ring_stop(dev->tx_ring);
+	if (dev->in_hopid_held) {
+		tb_xdomain_release_in_hopid(dev->xd, dev->remote_transmit_path);
+		dev->in_hopid_held = false;
+	}
+
+	spin_lock(&dev->lock);
+	list_for_each_entry_safe(s, sn, &dev->txq, list) {
+		list_del_init(&s->list);
+		s->status = -ECONNRESET;
+		if (!s->inflight)
+			odl_send_done(dev, s);
+	}
+	odl_rx_abort(dev, -ECONNRESET, false);
+	dev->rx.seq_valid = false;
+	dev->stats.link_resets++;
+	odl_event_all(dev, -ECONNRESET, ODL_TB5_CF_LINK_DOWN);
+	spin_unlock(&dev->lock);
+}
+
+/* conn_lock held */
+static void odl_try_connect(struct odl_dev *dev)
+{
+	int ret, i;
+
+	if (dev->connected || dev->removing || !dev->login_sent ||
+	    !dev->login_received)
+		return;
+
+	ret = tb_xdomain_alloc_in_hopid(dev->xd, dev->remote_transmit_path);
+	if (ret != dev->remote_transmit_path) {
+		if (ret >= 0)
+			tb_xdomain_release_in_hopid(dev->xd, ret);
+		dev_err(&dev->svc->dev, "cannot reserve input HopID %d: %d\n",
+			dev->remote_transmit_path, ret);
+		return;
+	}
+	dev->in_hopid_held = true;
+
+	spin_lock(&dev->lock);
+	dev->tx_seq = 0;
+	dev->tx_msg_id = 0;
+	dev->rx.seq_valid = false;
+	dev->rx.active = false;
+	dev->tx_window = min(dev->ring_size, dev->peer_ring_size) - 1;
+	dev->connected = true;
+	spin_unlock(&dev->lock);
+
+	tb_ring_start(dev->tx_ring);
+	tb_ring_start(dev->rx_ring);
+	for (i = 0; i < dev->ring_size - 1; i++) {
+		dev->rx_frames[i].frame.size = 0;
+		tb_ring_rx(dev->rx_ring, &dev->rx_frames[i].frame);
+	}
+
+	ret = tb_xdomain_enable_paths(dev->xd, dev->local_transmit_path,
+				      dev->tx_ring->hop,
+				      dev->remote_transmit_path,
+				      dev->rx_ring->hop);
+	if (ret) {
+		dev_err(&dev->svc->dev, "failed to enable DMA paths: %d\n",
+			ret);
+		spin_lock(&dev->lock);
+		dev->connected = false;
+		spin_unlock(&dev->lock);
+		tb_ring_stop(dev->rx_ring);
+		tb_ring_stop(dev->tx_ring);
+		tb_xdomain_release_in_hopid(dev->xd, dev->remote_transmit_path);
+		dev->in_hopid_held = false;
+		return;
+	}
+
+	spin_lock(&dev->lock);
+	dev->generation++;
+	dev->stats.logins++;
+	odl_event_all(dev, 0, ODL_TB5_CF_LINK_UP);
+	odl_tx_pump(dev);
+	spin_unlock(&dev->lock);
+	dev_info(&dev->svc->dev,
+		 "connected: proto %u, TX HopID %d ring %d, RX HopID %d ring %d, %u descriptors, E2E %s\n",
+		 dev->proto_version, dev->local_transmit_path,
+		 dev->tx_ring->hop, dev->remote_transmit_path,
+		 dev->rx_ring->hop, dev->ring_size, dev->e2e ? "on" : "off");
+}
+
+/* ---------------------------------------------------------------------
+ * Handshake
+ */
+static bool odl_ring_size_ok(u32 n)
+{
+	return n >= 64 && n <= 16384 && is_power_of_2(n);
+}
+
+static int odl_send_login(struct odl_dev *dev, u8 sequence)
+{
+	struct odl_xd_login_response resp;
+	struct odl_xd_login req;
+	struct tb_xdomain *xd = dev->xd;
+	u32 cmd = atomic_inc_return(&dev->command_id);
+	int ret;
+
+	memset(&req, 0, sizeof(req));
+	odl_fill_hdr(&req.hdr, xd->route, sequence, xd->local_uuid,
+		     xd->remote_uuid, ODL_XD_LOGIN, sizeof(req), cmd);
+	req.proto_min = ODL_PROTO_VERSION;
+	req.proto_max = ODL_PROTO_VERSION;
+	req.session = dev->local_session;
+	req.transmit_path = dev->local_transmit_path;
+	req.ring_size = dev->ring_size;
+	req.frame_size = ODL_TB5_FRAME_SIZE;
+	req.features = odl_local_features(dev);
+	req.max_msg = ODL_MAX_MSG;
+
+	memset(&resp, 0, sizeof(resp));
+	ret = tb_xdomain_request(xd, &req, sizeof(req), TB_CFG_PKG_XDOMAIN_REQ,
+				 &resp, sizeof(resp), TB_CFG_PKG_XDOMAIN_RESP,
+				 ODL_LOGIN_TIMEOUT_MS);
+	if (ret)
+		return ret;
+	if (resp.hdr.type != ODL_XD_LOGIN_RESPONSE ||
+	    resp.hdr.command_id != cmd ||
+	    !uuid_equal(&resp.hdr.initiator_uuid, xd->remote_uuid) ||
+	    !uuid_equal(&resp.hdr.target_uuid, xd->local_uuid))
+		return -EAGAIN;
+	if (resp.status == ODL_XD_EBUSY)
+		return -EAGAIN;
+	if (resp.status != ODL_XD_OK)
+		return -EPROTO;
+	if (resp.proto_version != ODL_PROTO_VERSION ||
+	    !odl_ring_size_ok(resp.ring_size))
+		return -EPROTO;
+	dev->proto_version = resp.proto_version;
+	return 0;
+}
+
+static void odl_login_work(struct work_struct *work)
+{
+	struct odl_dev *dev = container_of(to_delayed_work(work),
+					   struct odl_dev, login_work);
+	unsigned long delay;
+	int ret;
+
+	mutex_lock(&dev->conn_lock);
+	if (dev->removing || dev->login_sent) {
+		mutex_unlock(&dev->conn_lock);
+		return;
+	}
+	mutex_unlock(&dev->conn_lock);
+
+	/* no lock across the request: the peer's LOGIN may arrive meanwhile */
+	ret = odl_send_login(dev, dev->login_retries & 3);
+
+	mutex_lock(&dev->conn_lock);
+	if (dev->removing) {
+		mutex_unlock(&dev->conn_lock);
+		return;
+	}
+	if (!ret) {
+		dev->login_sent = true;
+		dev->login_retries = 0;
+		odl_try_connect(dev);
+	} else {
+		if (ret == -EPROTO)
+			dev_warn_ratelimited(&dev->svc->dev,
+					     "peer refused login\n");
+		delay = min(ODL_LOGIN_BACKOFF_MIN << min(dev->login_retries, 6u),
+			    ODL_LOGIN_BACKOFF_MAX);
+		dev->login_retries++;
+		queue_delayed_work(system_long_wq, &dev->login_work,
+				   msecs_to_jiffies(delay));
+	}
+	mutex_unlock(&dev->conn_lock);
+}
+
+static void odl_peer_work(struct work_struct *work)
+{
+	struct odl_dev *dev = container_of(work, struct odl_dev, peer_work);
+	bool login, logout;
+	u32 session, hopid, ring, feat;
+
+	mutex_lock(&dev->conn_lock);
+	spin_lock(&dev->lock);
+	login = dev->peer_login_pending;
+	logout = dev->peer_logout_pending;
+	session = dev->peer_login_session;
+	hopid = dev->peer_login_hopid;
+	ring = dev->peer_login_ring;
+	feat = dev->peer_login_features;
+	dev->peer_login_pending = false;
+	dev->peer_logout_pending = false;
+	spin_unlock(&dev->lock);
+
+	if (dev->removing)
+		goto out;
+	if (logout) {
+		odl_disconnect(dev, "peer logged out");
+		dev->login_sent = false;
+		dev->login_received = false;
+	}
+	if (!login)
+		goto out;
+	if (dev->login_received &&
+	    (session != dev->remote_session ||
+	     hopid != dev->remote_transmit_path)) {
+		/* the peer restarted: drop the old connection, log in again */
+		odl_disconnect(dev, "peer logged in again");
+		dev->login_sent = false;
+	}
+	dev->login_received = true;
+	dev->remote_session = session;
+	dev->remote_transmit_path = hopid;
+	dev->peer_ring_size = ring;
+	dev->proto_version = ODL_PROTO_VERSION;
+	/* negotiated: what both sides use */
+	dev->features = odl_local_features(dev) & feat;
+	if (!dev->login_sent) {
+		dev->login_retries = 0;
+		mod_delayed_work(system_long_wq, &dev->login_work, 0);
+	}
+	odl_try_connect(dev);
+out:
+	mutex_unlock(&dev->conn_lock);
+}
+
+static int odl_xd_reply_login(struct odl_dev *dev, const struct odl_xd_hdr *rq,
+			      u64 route, u8 sequence, u32 status)
+{
+	struct odl_xd_login_response resp;
+	struct tb_xdomain *xd = dev->xd;
+
+	memset(&resp, 0, sizeof(resp));
+	odl_fill_hdr(&resp.hdr, route, sequence, xd->local_uuid,
+		     xd->remote_uuid, ODL_XD_LOGIN_RESPONSE, sizeof(resp),
+		     rq->command_id);
+	resp.status = status;
+	resp.proto_version = ODL_PROTO_VERSION;
+	resp.session = dev->local_session;
+	resp.ring_size = dev->ring_size;
+	resp.features = odl_local_features(dev);
+	return tb_xdomain_response(xd, &resp, sizeof(resp),
+				   TB_CFG_PKG_XDOMAIN_RESP);
+}
+
+static int odl_xd_reply_status(struct odl_dev *dev,
+			       const struct odl_xd_hdr *rq, u64 route,
+			       u8 sequence, u32 status)
+{
+	struct odl_xd_status_msg resp;
+	struct tb_xdomain *xd = dev->xd;
+
+	memset(&resp, 0, sizeof(resp));
+	odl_fill_hdr(&resp.hdr, route, sequence, xd->local_uuid,
+		     xd->remote_uuid, ODL_XD_STATUS, sizeof(resp),
+		     rq->command_id);
+	resp.status = status;
+	return tb_xdomain_response(xd, &resp, sizeof(resp),
+				   TB_CFG_PKG_XDOMAIN_RESP);
+}
+
+static u32 odl_check_login(const struct odl_dev *dev,
+			   const struct odl_xd_login *rq)
+{
+	struct tb_xdomain *xd = dev->xd;
+
+	if (rq->proto_min > ODL_PROTO_VERSION ||
+	    rq->proto_max < ODL_PROTO_VERSION || rq->proto_min > rq->proto_max)
+		return ODL_XD_EPROTO;
+	if (rq->transmit_path < 8 || rq->transmit_path > xd->local_max_hopid ||
+	    !odl_ring_size_ok(rq->ring_size) ||
+	    rq->frame_size != ODL_TB5_FRAME_SIZE || rq->max_msg < 1)
+		return ODL_XD_EINVAL;
+	return ODL_XD_OK;
+}
+
+/*
+ * Called by the XDomain core for every packet with our protocol UUID, in
+ * the control channel's work: only validate, answer and hand over to
+ * peer_work. Responses are left (return 0) to tb_xdomain_request().
+ */
+static int odl_handle_packet(const void *buf, size_t size, void *data)
+{
+	struct odl_dev *dev = data;
+	struct tb_xdomain *xd = dev->xd;
+	union odl_xd_any pkt;
+	u32 status;
+	u64 route;
+	u8 sequence;
+
+	if (size < sizeof(struct odl_xd_hdr))
+		return 0;
+	memset(&pkt, 0, sizeof(pkt));
+	memcpy(&pkt, buf, min(size, sizeof(pkt)));
+	if (!xd->remote_uuid ||
+	    !uuid_equal(&pkt.hdr.initiator_uuid, xd->remote_uuid) ||
+	    !uuid_equal(&pkt.hdr.target_uuid, xd->local_uuid))
+		return 0;
+	route = ((u64)pkt.hdr.route_hi << 32) | pkt.hdr.route_lo;
+	route &= ~BIT_ULL(63);
+	if (route != xd->route)
+		return 0;
+	sequence = (pkt.hdr.length_sn & ODL_XD_SN_MASK) >> ODL_XD_SN_SHIFT;
+
+	switch (pkt.hdr.type) {
+	case ODL_XD_LOGIN:
+		if (size < sizeof(struct odl_xd_login)) {
+			odl_xd_reply_login(dev, &pkt.hdr, route, sequence,
+					   ODL_XD_EINVAL);
+			return 1;
+		}
+		status = odl_check_login(dev, &pkt.login);
+		if (status == ODL_XD_OK && READ_ONCE(dev->removing))
+			status = ODL_XD_EBUSY;
+		if (odl_xd_reply_login(dev, &pkt.hdr, route, sequence, status))
+			return 1;
+		if (status != ODL_XD_OK) {
+			dev_warn_ratelimited(&dev->svc->dev,
+					     "refused login from peer (%u)\n",
+					     status);
+			return 1;
+		}
+		spin_lock(&dev->lock);
+		dev->peer_login_pending = true;
+		dev->peer_login_session = pkt.login.session;
+		dev->peer_login_hopid = pkt.login.transmit_path;
+		dev->peer_login_ring = pkt.login.ring_size;
+		dev->peer_login_features = pkt.login.features;
+		spin_unlock(&dev->lock);
+		queue_work(system_long_wq, &dev->peer_work);
+		return 1;
+
+	case ODL_XD_LOGOUT:
+		if (odl_xd_reply_status(dev, &pkt.hdr, route, sequence,
+					ODL_XD_OK))
+			return 1;
+		spin_lock(&dev->lock);
+		dev->peer_logout_pending = true;
+		dev->peer_login_pending = false;
+		spin_unlock(&dev->lock);
+		queue_work(system_long_wq, &dev->peer_work);
+		return 1;
+
+	default:
+		/* responses go to the request matcher, garbage is dropped */
+		return 0;
+	}
+}
+
+static void odl_send_logout(struct odl_dev *dev)
+{
+	struct odl_xd_status_msg resp;
+	struct odl_xd_logout req;
+	struct tb_xdomain *xd = dev->xd;
+
+	memset(&req, 0, sizeof(req));
+	odl_fill_hdr(&req.hdr, xd->route, 0, xd->local_uuid, xd->remote_uuid,
+		     ODL_XD_LOGOUT, sizeof(req),
+		     atomic_inc_return(&dev->command_id));
+	req.session = dev->local_session;
+	tb_xdomain_request(xd, &req, sizeof(req), TB_CFG_PKG_XDOMAIN_REQ,
+			   &resp, sizeof(resp), TB_CFG_PKG_XDOMAIN_RESP,
+			   ODL_LOGOUT_TIMEOUT_MS);
+}
+
+/* ---------------------------------------------------------------------
+ * Service driver
+ */
+static void odl_dev_release(struct kref *kref)
+{
+	struct odl_dev *dev = container_of(kref, struct odl_dev, kref);
+
+	tb_xdomain_put(dev->xd);
+	kfree(dev);
+}
+
+void odl_dev_put(struct odl_dev *dev)
+{
+	kref_put(&dev->kref, odl_dev_release);
+}
+
+static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
+{
+	struct tb_xdomain *xd = tb_service_parent(svc);
+	struct odl_dev *dev;
+	int ret;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+	kref_init(&dev->kref);
+	dev->svc = svc;
+	dev->xd = tb_xdomain_get(xd);
+	mutex_init(&dev->conn_lock);
+	spin_lock_init(&dev->lock);
+	INIT_DELAYED_WORK(&dev->login_work, odl_login_work);
+	INIT_WORK(&dev->peer_work, odl_peer_work);
+	INIT_LIST_HEAD(&dev->tx_free);
+	INIT_LIST_HEAD(&dev->txq);
+	INIT_LIST_HEAD(&dev->files);
+	atomic_set(&dev->command_id, 0);
+	dev->local_session = get_random_u32() | 1;
+	dev->ring_size = ring_size;
+	dev->peer_ring_size = ring_size;
+	dev->proto_version = ODL_PROTO_VERSION;
+	switch (odl_e2e_mode) {
+	case ODL_E2E_ON:
+		dev->e2e = true;
+		break;
+	case ODL_E2E_OFF:
+		dev->e2e = false;
+		break;
+	default:
+		dev->e2e = !!(svc->prtcstns & ODL_STNS_E2E);
+		break;
+	}
+	dev->features = odl_local_features(dev);
+
+	ret = odl_alloc_rings(dev);
+	if (ret) {
+		dev_err(&svc->dev, "cannot allocate rings: %d\n", ret);
+		goto err_put;
+	}
+
+	ret = odl_cdev_add(dev);
+	if (ret)
+		goto err_rings;
+
+	dev->handler.uuid = &odl_proto_uuid;
+	dev->handler.callback = odl_handle_packet;
+	dev->handler.data = dev;
+	tb_register_protocol_handler(&dev->handler);
+	tb_service_set_drvdata(svc, dev);
+
+	dev_info(&svc->dev, "peer %pUb: /dev/%s%u, %u descriptors per ring, local property block %u dwords\n",
+		 xd->remote_uuid, ODL_TB5_DEV_PREFIX, dev->index,
+		 dev->ring_size, xd->local_property_block_len);
+	queue_delayed_work(system_long_wq, &dev->login_work, 0);
+	return 0;
+
+err_rings:
+	odl_free_rings(dev);
+err_put:
+	odl_dev_put(dev);
+	return ret;
+}
+
+static void odl_remove(struct tb_service *svc)
+{
+	struct odl_dev *dev = tb_service_get_drvdata(svc);
+
+	mutex_lock(&dev->conn_lock);
+	WRITE_ONCE(dev->removing, true);
+	mutex_unlock(&dev->conn_lock);
+	cancel_delayed_work_sync(&dev->login_work);
+	tb_unregister_protocol_handler(&dev->handler);
+	cancel_work_sync(&dev->peer_work);
+
+	mutex_lock(&dev->conn_lock);
+	if (dev->connected && !dev->xd->is_unplugged)
+		odl_send_logout(dev);
+	odl_disconnect(dev, "service removed");
+	mutex_unlock(&dev->conn_lock);
+
+	odl_cdev_remove(dev);
+	odl_free_rings(dev);
+	odl_dev_put(dev);
+}
+
+static const struct tb_service_id odl_ids[] = {
+	{ TB_SERVICE(ODL_SERVICE_KEY, ODL_PRTCID) },
+	{ },
+};
+MODULE_DEVICE_TABLE(tbsvc, odl_ids);
+
+static struct tb_service_driver odl_driver = {
+	.driver = {
+		.owner = THIS_MODULE,
+		.name = "odl_tb5",
+	},
+	.probe = odl_probe,
+	.remove = odl_remove,
+	.id_table = odl_ids,
+};
+
+static int __init odl_init(void)
+{
+	int ret;
+
+	BUILD_BUG_ON(sizeof(struct odl_frame_hdr) != 32);
+	BUILD_BUG_ON(sizeof(struct odl_xd_login) > 248);
+	BUILD_BUG_ON(sizeof(struct odl_xd_login_response) > 248);
+
+	if (!odl_ring_size_ok(ring_size)) {
+		pr_err("ring_size %u: must be a power of two in 64..16384\n",
+		       ring_size);
+		return -EINVAL;
+	}
+	if (sysfs_streq(e2e, "auto")) {
+		odl_e2e_mode = ODL_E2E_AUTO;
+	} else if (sysfs_streq(e2e, "on")) {
+		odl_e2e_mode = ODL_E2E_ON;
+	} else if (sysfs_streq(e2e, "off")) {
+		odl_e2e_mode = ODL_E2E_OFF;
+	} else {
+		pr_err("e2e=%s: must be auto, on or off\n", e2e);
+		return -EINVAL;
+	}
+	if (odl_busy_poll > 10000) {
+		pr_err("busy_poll %u: at most 10000 microseconds\n",
+		       odl_busy_poll);
+		return -EINVAL;
+	}
+
+	ret = odl_cdev_init();
+	if (ret)
+		return ret;
+
+	odl_dir = tb_property_create_dir(&odl_dir_uuid);
+	if (!odl_dir) {
+		ret = -ENOMEM;
+		goto err_cdev;
+	}
+	tb_property_add_immediate(odl_dir, "prtcid", ODL_PRTCID);
+	tb_property_add_immediate(odl_dir, "prtcvers", ODL_PRTCVERS);
+	tb_property_add_immediate(odl_dir, "prtcrevs", ODL_PRTCREVS);
+	tb_property_add_immediate(odl_dir, "prtcstns",
+				  odl_e2e_mode == ODL_E2E_OFF ? 0 :
+				  ODL_STNS_E2E);
+
+	ret = tb_register_property_dir(ODL_SERVICE_KEY, odl_dir);
+	if (ret)
+		goto err_dir;
+	ret = tb_register_service_driver(&odl_driver);
+	if (ret)
+		goto err_unreg;
+	return 0;
+
+err_unreg:
+	tb_unregister_property_dir(ODL_SERVICE_KEY, odl_dir);
+err_dir:
+	tb_property_free_dir(odl_dir);
+err_cdev:
+	odl_cdev_exit();
+	return ret;
+}
+module_init(odl_init);
+
+static void __exit odl_exit(void)
+{
+	tb_unregister_service_driver(&odl_driver);
+	tb_unregister_property_dir(ODL_SERVICE_KEY, odl_dir);
+	tb_property_free_dir(odl_dir);
+	odl_cdev_exit();
+}
+module_exit(odl_exit);
+
+MODULE_DESCRIPTION("OdinLink DMA channel over Thunderbolt/USB4 host-to-host links");
+MODULE_AUTHOR("OdinLink developers");
+MODULE_LICENSE("Dual MIT/GPL");
+MODULE_VERSION("1.0");
+ODL_IMPORT_NS_DMA_BUF();

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR MIT) */
+/*
+ * odl_tb5: internal definitions shared by the service/data-path code
+ * (odl_main.c) and the character device (odl_cdev.c).
+ */
+#ifndef ODL_TB5_H
+#define ODL_TB5_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/thunderbolt.h>
+#include <linux/uuid.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "uapi/odl_tb5_uapi.h"
+
+#define ODL_MAX_DEVS		32
+#define ODL_PROTO_VERSION	1
+#define ODL_MAX_MSG		(16u << 20)
+#define ODL_CQ_SIZE		1024
+#define ODL_PENDING_MAX		64
+#define ODL_PENDING_BYTES	(16u << 20)
+
+/* PDFs of data frames: every frame starts with SOF; the EOF PDF tells
+ * whether the frame is the last one of its message.
+ */
+#define ODL_PDF_SOF		3
+#define ODL_PDF_EOF_MID		4
+#define ODL_PDF_EOF_LAST	5
+
+#define ODL_FRAME_MAGIC		0x354c444fu	/* "ODL5" */
+
+/* Header at the start of every data frame, little-endian on the wire. */
+struct odl_frame_hdr {
+	__le32 magic;
+	__le32 seq;		/* frame sequence number, per login */
+	__le32 msg_id;		/* message number, per login */
+	__le32 msg_len;		/* bytes in the whole message */
+	__le32 offset;		/* offset of this frame's payload */
+	__le16 dst_port;
+	__le16 src_port;
+	__le32 payload_len;	/* bytes after this header */
+	__le32 reserved;
+};
+
+#define ODL_HDR_SIZE		sizeof(struct odl_frame_hdr)
+#define ODL_PAYLOAD_MAX		(ODL_TB5_FRAME_SIZE - ODL_HDR_SIZE)
+
+struct odl_dev;
+struct odl_file;
+
+/* One 4 KiB DMA buffer with its ring frame. */
+struct odl_frame {
+	struct ring_frame frame;
+	struct odl_dev *dev;
+	void *buf;
+	dma_addr_t dma;
+	struct list_head list;		/* TX free list */
+	struct odl_send *send;		/* TX: message this frame carries */
+};
+
+/* A source or target region resolved from a buffer id or DMA-buf handle. */
+struct odl_region {
+	u8 *base;			/* kernel address of byte 0 */
+	u64 len;
+	struct odl_dmabuf *dmabuf;	/* NULL for file buffers */
+};
+
+struct odl_send {
+	struct list_head list;		/* dev->txq until fully queued */
+	struct odl_file *file;		/* NULL once the file is gone */
+	struct odl_dmabuf *dmabuf;
+	const u8 *src;
+	u32 len;
+	u32 pos;			/* bytes put into frames */
+	u32 msg_id;
+	u16 dst_port;
+	u16 src_port;
+	u32 inflight;			/* frames on the ring */
+	int status;
+	u64 cookie;
+};
+
+struct odl_recv {
+	struct list_head list;		/* file->recvs */
+	struct odl_file *file;
+	struct odl_dmabuf *dmabuf;
+	u8 *dst;
+	u64 capacity;
+	u64 cookie;
+};
+
+/* A complete message (or an error) waiting for a RECV to be posted. */
+struct odl_pending {
+	struct list_head list;
+	void *data;
+	u32 len;
+	u16 src_port;
+	int status;
+};
+
+struct odl_dmabuf {
+	struct dma_buf *buf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+	void *vaddr;
+	u64 len;
+	u32 flags;
+	u32 users;			/* sends/recvs using it (dev->lock) */
+};
+
+enum odl_rx_target {
+	ODL_RX_NONE,
+	ODL_RX_RECV,
+	ODL_RX_STAGE,
+	ODL_RX_DISCARD,
+};
+
+struct odl_stats {
+	u64 tx_msgs, tx_bytes, tx_frames;
+	u64 rx_msgs, rx_bytes, rx_frames;
+	u64 seq_errors, len_errors, desc_errors;
+	u64 drops, credit_stalls, link_resets, logins;
+};
+
+struct odl_dev {
+	struct kref kref;
+	struct tb_service *svc;
+	struct tb_xdomain *xd;
+	unsigned int index;
+	struct device *cdev_dev;
+	struct tb_protocol_handler handler;
+
+	/* connection state, serialised by conn_lock */
+	struct mutex conn_lock;
+	struct delayed_work login_work;
+	struct work_struct peer_work;	/* handles LOGIN/LOGOUT from the peer */
+	unsigned int login_retries;
+	bool login_sent;
+	bool login_received;
+	bool removing;
+	u32 local_session;
+	u32 remote_session;
+	int local_transmit_path;
+	int remote_transmit_path;
+	bool in_hopid_held;
+	u32 peer_ring_size;
+	u32 features;
+	u32 proto_version;
+	atomic_t command_id;
+
+	/* what the protocol handler saw, consumed by peer_work (lock) */
+	bool peer_login_pending;
+	bool peer_logout_pending;
+	u32 peer_login_session;
+	u32 peer_login_hopid;
+	u32 peer_login_ring;
+	u32 peer_login_features;
+
+	struct tb_ring *tx_ring;
+	struct tb_ring *rx_ring;
+	struct odl_frame *tx_frames;
+	struct odl_frame *rx_frames;
+	u32 ring_size;
+	bool e2e;
+
+	/* data path and files, protected by lock */
+	spinlock_t lock;
+	bool connected;
+	bool gone;
+	u32 generation;
+	struct list_head tx_free;
+	struct list_head txq;
+	u32 tx_inflight;
+	u32 tx_window;
+	u32 tx_seq;
+	u32 tx_msg_id;
+	struct odl_file *ports[ODL_TB5_MAX_PORT + 1];
+	struct list_head files;
+	u32 pending_count;
+	u64 pending_bytes;
+	struct odl_stats stats;
+
+	/* RX reassembly: only the RX ring callback and teardown touch it */
+	struct {
+		bool seq_valid;
+		u32 expect_seq;
+		bool active;
+		enum odl_rx_target target;
+		u32 msg_id;
+		u32 len;
+		u32 pos;
+		u16 dst_port;
+		u16 src_port;
+		struct odl_recv *recv;
+		u8 *stage;
+	} rx;
+};
+
+struct odl_file {
+	struct odl_dev *dev;
+	struct list_head list;		/* dev->files */
+	struct mutex mutex;		/* setup, bind, import, POLL_CQ */
+	wait_queue_head_t wq;
+
+	void *area;
+	u64 area_len;
+	u32 tx_count;
+	u32 rx_count;
+	u64 buf_off[ODL_TB5_MAX_BUFS];
+	u64 buf_len[ODL_TB5_MAX_BUFS];
+
+	struct odl_dmabuf *dmabufs[ODL_TB5_MAX_DMABUFS];
+
+	/* below: dev->lock */
+	u32 port;
+	struct list_head recvs;
+	struct list_head pending;
+	u32 sends_out;
+	u32 recvs_out;
+	struct odl_tb5_completion *cq;
+	u32 cq_head;
+	u32 cq_count;
+	u64 cq_dropped;
+};
+
+/* odl_main.c */
+extern unsigned int odl_busy_poll;
+void odl_dev_put(struct odl_dev *dev);
+int odl_queue_send(struct odl_dev *dev, struct odl_send *s);
+void odl_post_recv(struct odl_dev *dev, struct odl_file *f,
+		   struct odl_recv *r);
+void odl_file_detach(struct odl_dev *dev, struct odl_file *f);
+void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
+		 u64 len, u32 src_port, u32 flags);
+
+/* odl_cdev.c */
+int odl_cdev_init(void);
+void odl_cdev_exit(void);
+int odl_cdev_add(struct odl_dev *dev);
+void odl_cdev_remove(struct odl_dev *dev);
+void odl_dmabuf_put_user(struct odl_dev *dev, struct odl_dmabuf *d);
+
+#endif /* ODL_TB5_H */

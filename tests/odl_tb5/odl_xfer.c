@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: MIT
+/*
+ * odl_xfer: test tool for /dev/odl_tb5_N (runs in the guests, static).
+ *
+ *   odl_xfer info   [-d DEV]
+ *   odl_xfer recv   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
+ *   odl_xfer send   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
+ *   odl_xfer badinput [-d DEV]
+ *   odl_xfer stats  [-d DEV]
+ *   -D (send/recv): data through a DMA-buf from odl_dmabuf_exp, imported
+ *
+ * send/recv: message k has size SIZES[k % n] and pseudo-random content
+ * derived from (k, size); the receiver checks every byte and answers each
+ * message with a 4-byte ack, the sender keeps at most two unacknowledged.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../../driver/uapi/odl_tb5_uapi.h"
+
+static const char *devpath = "/dev/odl_tb5_0";
+static int port, peer_port, count = 10;
+static uint64_t sizes[64];
+static int nsizes;
+static int use_dmabuf;	/* -D: data through a DMA-buf from odl_dmabuf_exp */
+static uint8_t *dmabuf_base;
+static uint32_t dmabuf_handle;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "odl_xfer: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static void fill(uint8_t *p, uint64_t len, uint32_t k)
+{
+	uint32_t x = 0x9e3779b9u ^ (k * 2654435761u) ^ (uint32_t)len;
+	uint64_t i;
+
+	for (i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)x;
+	}
+}
+
+static int check(const uint8_t *p, uint64_t len, uint32_t k)
+{
+	uint32_t x = 0x9e3779b9u ^ (k * 2654435761u) ^ (uint32_t)len;
+	uint64_t i;
+
+	for (i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		if (p[i] != (uint8_t)x) {
+			fprintf(stderr, "msg %u: byte %llu is 0x%02x, want 0x%02x\n",
+				k, (unsigned long long)i, p[i], (uint8_t)x);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int open_dev(void)
+{
+	int fd = open(devpath, O_RDWR);
+
+	if (fd < 0)
+		die(devpath);
+	return fd;
+}
+
+/* bytes in order, like the kernel's %pUb and sysfs unique_id */
+static void uuid_str(const uint8_t *u, char *s)
+{
+	sprintf(s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7],
+		u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static int cmd_info(void)
+{
+	struct odl_tb5_info in = { .size = sizeof(in) };
+	char pu[40], lu[40];
+	int fd = open_dev();
+
+	if (ioctl(fd, ODL_TB5_IOC_GET_INFO, &in))
+		die("GET_INFO");
+	uuid_str(in.peer_uuid, pu);
+	uuid_str(in.local_uuid, lu);
+	printf("abi=%u.%u\npeer_uuid=%s\nlocal_uuid=%s\nstate=%s\nindex=%u\n"
+	       "link_speed_gbps=%u\nlink_lanes=%u\ntx_ring=%u\nrx_ring=%u\n"
+	       "frame_size=%u\nmax_msg=%u\nproto=%u\ngeneration=%u\nfeatures=0x%llx\n",
+	       in.abi_major, in.abi_minor, pu, lu,
+	       in.state == ODL_TB5_STATE_CONNECTED ? "connected" : "disconnected",
+	       in.dev_index, in.link_speed_gbps, in.link_lanes, in.tx_ring_size,
+	       in.rx_ring_size, in.frame_size, in.max_msg_size, in.proto_version,
+	       in.generation, (unsigned long long)in.features);
+	close(fd);
+	return 0;
+}
+
+static int cmd_stats(void)
+{
+	struct odl_tb5_stats st = { .size = sizeof(st) };
+	int fd = open_dev();
+
+	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
+		die("GET_STATS");
+	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
+	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu\n",
+	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
+	       (unsigned long long)st.tx_frames, (unsigned long long)st.rx_msgs,
+	       (unsigned long long)st.rx_bytes, (unsigned long long)st.rx_frames,
+	       (unsigned long long)st.seq_errors, (unsigned long long)st.len_errors,
+	       (unsigned long long)st.desc_errors, (unsigned long long)st.drops,
+	       (unsigned long long)st.credit_stalls,
+	       (unsigned long long)st.link_resets, (unsigned long long)st.logins);
+	close(fd);
+	return 0;
+}
+
+struct chan {
+	int fd;
+	uint8_t *base;
+	struct odl_tb5_buf_setup bs;
+};
+
+#define ODL_DMABUF_EXP_CREATE	_IOWR(0xB6, 0x00, uint64_t)
+
+/* a DMA-buf of 2 * bufsize (two halves = double buffer), imported */
+static void dmabuf_setup(int fd, uint64_t bufsize, uint32_t dir)
+{
+	struct odl_tb5_dmabuf_import im = { .size = sizeof(im), .flags = dir };
+	uint64_t len = 2 * bufsize;
+	int ex = open("/dev/odl_dmabuf_exp", O_RDWR), dfd;
+
+	if (ex < 0)
+		die("/dev/odl_dmabuf_exp");
+	dfd = ioctl(ex, ODL_DMABUF_EXP_CREATE, &len);
+	if (dfd < 0)
+		die("DMABUF_EXP_CREATE");
+	dmabuf_base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
+	if (dmabuf_base == MAP_FAILED)
+		die("mmap dmabuf");
+	im.fd = dfd;
+	if (ioctl(fd, ODL_TB5_IOC_DMABUF_IMPORT, &im))
+		die("DMABUF_IMPORT");
+	if (im.length != len) {
+		fprintf(stderr, "DMA-buf length %llu\n", (unsigned long long)im.length);
+		exit(1);
+	}
+	dmabuf_handle = im.handle;
+	close(dfd);
+	close(ex);
+}
+
+static void chan_open(struct chan *c, uint64_t bufsize)
+{
+	struct odl_tb5_bind b = { .size = sizeof(b), .port = port };
+
+	c->fd = open_dev();
+	memset(&c->bs, 0, sizeof(c->bs));
+	c->bs.size = sizeof(c->bs);
+	c->bs.tx_buf_size = bufsize;
+	c->bs.rx_buf_size = bufsize;
+	if (ioctl(c->fd, ODL_TB5_IOC_BUF_SETUP, &c->bs))
+		die("BUF_SETUP");
+	c->base = mmap(NULL, c->bs.mmap_len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, c->fd, 0);
+	if (c->base == MAP_FAILED)
+		die("mmap");
+	if (ioctl(c->fd, ODL_TB5_IOC_BIND, &b))
+		die("BIND");
+}
+
+static uint8_t *buf_ptr(struct chan *c, uint32_t id)
+{
+	return c->base + c->bs.offset[id];
+}
+
+static void post_recv_f(struct chan *c, uint32_t flags, uint32_t id,
+			uint64_t off, uint64_t cap, uint64_t cookie)
+{
+	struct odl_tb5_recv r = {
+		.size = sizeof(r), .flags = flags, .buf_id = id, .offset = off,
+		.capacity = cap, .cookie = cookie,
+	};
+
+	if (ioctl(c->fd, ODL_TB5_IOC_RECV, &r))
+		die("RECV");
+}
+
+static void post_recv(struct chan *c, uint32_t id, uint64_t off, uint64_t cap,
+		      uint64_t cookie)
+{
+	post_recv_f(c, 0, id, off, cap, cookie);
+}
+
+/* data receive k: RX buffer rx0 + (k & 1), or half (k & 1) of the DMA-buf */
+static void post_data_recv(struct chan *c, uint32_t rx0, uint64_t bufsize,
+			   uint32_t k)
+{
+	if (use_dmabuf)
+		post_recv_f(c, ODL_TB5_F_DMABUF, dmabuf_handle,
+			    (k & 1) * bufsize, bufsize, k);
+	else
+		post_recv(c, rx0 + (k & 1), 0, bufsize, k);
+}
+
+static void do_send_f(struct chan *c, uint32_t flags, uint32_t id,
+		      uint64_t off, uint64_t len, uint64_t cookie)
+{
+	struct odl_tb5_send s = {
+		.size = sizeof(s), .flags = flags, .buf_id = id,
+		.dst_port = peer_port,
+		.offset = off, .length = len, .cookie = cookie,
+	};
+
+	while (ioctl(c->fd, ODL_TB5_IOC_SEND, &s)) {
+		if (errno != EAGAIN)
+			die("SEND");
+		usleep(1000);
+	}
+}
+
+static void do_send(struct chan *c, uint32_t id, uint64_t off, uint64_t len,
+		    uint64_t cookie)
+{
+	do_send_f(c, 0, id, off, len, cookie);
+}
+
+/* one completion, waiting up to 60 s; events are printed and skipped */
+static struct odl_tb5_completion next_comp(struct chan *c)
+{
+	struct odl_tb5_completion e;
+	struct odl_tb5_poll_cq pq = {
+		.size = sizeof(pq), .max_entries = 1,
+		.entries_ptr = (uintptr_t)&e, .entry_size = sizeof(e),
+		.timeout_ms = 60000,
+	};
+
+	for (;;) {
+		if (ioctl(c->fd, ODL_TB5_IOC_POLL_CQ, &pq))
+			die("POLL_CQ");
+		if (!pq.count) {
+			fprintf(stderr, "odl_xfer: no completion in 60 s\n");
+			exit(1);
+		}
+		if (e.type != ODL_TB5_COMP_EVENT)
+			return e;
+		fprintf(stderr, "event status %d flags 0x%x\n", e.status,
+			e.flags);
+	}
+}
+
+static uint64_t max_size(void)
+{
+	uint64_t m = 4096;
+	int i;
+
+	for (i = 0; i < nsizes; i++)
+		if (sizes[i] > m)
+			m = sizes[i];
+	return (m + 4095) & ~4095ull;
+}
+
+/* receiver: RX buffers 2 and 3 (ids tx_count..), ack from TX buffer 0 */
+static int cmd_recv(void)
+{
+	uint64_t bufsize = max_size();
+	struct chan c;
+	uint32_t k, rx0;
+	int bad = 0;
+	uint64_t bytes = 0;
+
+	chan_open(&c, bufsize);
+	rx0 = c.bs.tx_count;
+	if (use_dmabuf)
+		dmabuf_setup(c.fd, bufsize, ODL_TB5_DMABUF_RX);
+	post_data_recv(&c, rx0, bufsize, 0);
+	post_data_recv(&c, rx0, bufsize, 1);
+	printf("ready\n");
+	fflush(stdout);
+	for (k = 0; k < (uint32_t)count; k++) {
+		struct odl_tb5_completion e;
+		uint64_t want = sizes[k % nsizes];
+		uint32_t id = rx0 + (k & 1);
+
+		do {
+			e = next_comp(&c);
+		} while (e.type == ODL_TB5_COMP_SEND);
+		if (e.type != ODL_TB5_COMP_RECV || e.cookie != k) {
+			fprintf(stderr, "msg %u: completion type %u cookie %llu\n",
+				k, e.type, (unsigned long long)e.cookie);
+			return 1;
+		}
+		if (e.status || e.length != want || e.src_port != (uint32_t)peer_port) {
+			fprintf(stderr, "msg %u: status %d length %llu (want %llu) src %u\n",
+				k, e.status, (unsigned long long)e.length,
+				(unsigned long long)want, e.src_port);
+			bad++;
+		} else if (check(use_dmabuf ? dmabuf_base + (k & 1) * bufsize :
+				 buf_ptr(&c, id), want, k)) {
+			bad++;
+		}
+		bytes += e.length;
+		if (k + 2 < (uint32_t)count)
+			post_data_recv(&c, rx0, bufsize, k + 2);
+		memcpy(buf_ptr(&c, 0) + 16 * (k % 64), &k, 4);
+		do_send(&c, 0, 16 * (k % 64), 4, 1000000 + k);
+	}
+	/* wait for the acks to leave */
+	usleep(200000);
+	printf("received %d messages, %llu bytes, %d bad\n", count,
+	       (unsigned long long)bytes, bad);
+	return bad ? 1 : 0;
+}
+
+static int cmd_send(void)
+{
+	uint64_t bufsize = max_size();
+	struct chan c;
+	uint32_t k, acked = 0, sent = 0, rx0;
+	int ack_posted = 0;
+
+	chan_open(&c, bufsize);
+	rx0 = c.bs.tx_count;
+	if (use_dmabuf)
+		dmabuf_setup(c.fd, bufsize, ODL_TB5_DMABUF_TX);
+	for (ack_posted = 0; ack_posted < 4 && ack_posted < count; ack_posted++)
+		post_recv(&c, rx0, 64 * ack_posted, 64, ack_posted);
+	while (acked < (uint32_t)count) {
+		while (sent < (uint32_t)count && sent - acked < 2) {
+			uint64_t len = sizes[sent % nsizes];
+			uint32_t id = sent & 1;
+
+			if (use_dmabuf) {
+				fill(dmabuf_base + (sent & 1) * bufsize, len,
+				     sent);
+				do_send_f(&c, ODL_TB5_F_DMABUF, dmabuf_handle,
+					  (sent & 1) * bufsize, len, sent);
+			} else {
+				fill(buf_ptr(&c, id), len, sent);
+				do_send(&c, id, 0, len, sent);
+			}
+			sent++;
+		}
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type == ODL_TB5_COMP_SEND) {
+			if (e.status) {
+				fprintf(stderr, "send %llu failed: %d\n",
+					(unsigned long long)e.cookie, e.status);
+				return 1;
+			}
+			continue;
+		}
+		if (e.status || e.length != 4) {
+			fprintf(stderr, "ack: status %d len %llu\n", e.status,
+				(unsigned long long)e.length);
+			return 1;
+		}
+		memcpy(&k, buf_ptr(&c, rx0) + 64 * (e.cookie % 4), 4);
+		if (k != acked) {
+			fprintf(stderr, "ack for %u, want %u\n", k, acked);
+			return 1;
+		}
+		acked++;
+		if (ack_posted < count) {
+			post_recv(&c, rx0, 64 * (e.cookie % 4), 64,
+				  ack_posted);
+			ack_posted++;
+		}
+	}
+	printf("sent %u messages, all acknowledged\n", sent);
+	return 0;
+}
+
+/* ---- bad input table ---- */
+static int nfail, ntest;
+
+static void expect(const char *what, int ret, int want_errno)
+{
+	int got = ret ? errno : 0;
+
+	ntest++;
+	if (got == want_errno) {
+		printf("ok %d - %s -> %s\n", ntest, what,
+		       want_errno ? strerror(want_errno) : "0");
+	} else {
+		nfail++;
+		printf("not ok %d - %s: got %s, want %s\n", ntest, what,
+		       got ? strerror(got) : "0",
+		       want_errno ? strerror(want_errno) : "0");
+	}
+}
+
+static int cmd_badinput(void)
+{
+	int fd = open_dev(), fd2 = open_dev();
+	struct odl_tb5_info in;
+	struct odl_tb5_buf_setup bs;
+	struct odl_tb5_bind b;
+	struct odl_tb5_send s;
+	struct odl_tb5_recv r;
+	struct odl_tb5_poll_cq pq;
+	struct odl_tb5_completion ce[4];
+	struct odl_tb5_stats st;
+	struct odl_tb5_dmabuf_import im;
+	struct odl_tb5_dmabuf_release rl;
+	unsigned char big[512];
+	void *m;
+
+#define Z(x) memset(&(x), 0, sizeof(x))
+	/* generic size rules */
+	Z(in); in.size = 4;
+	expect("GET_INFO size 4", ioctl(fd, ODL_TB5_IOC_GET_INFO, &in), EINVAL);
+	memset(big, 0, sizeof(big)); *(uint32_t *)big = sizeof(big);
+	expect("GET_INFO larger size, zero tail",
+	       ioctl(fd, ODL_TB5_IOC_GET_INFO, big), 0);
+	big[300] = 1;
+	expect("GET_INFO larger size, nonzero tail",
+	       ioctl(fd, ODL_TB5_IOC_GET_INFO, big), E2BIG);
+	expect("GET_INFO NULL", ioctl(fd, ODL_TB5_IOC_GET_INFO, NULL), EFAULT);
+	expect("unknown ioctl nr", ioctl(fd, _IOWR(ODL_TB5_IOC_MAGIC, 0x7f, struct odl_tb5_info), &in), ENOTTY);
+	expect("wrong magic", ioctl(fd, _IOWR('x', 0, struct odl_tb5_info), &in), ENOTTY);
+	expect("wrong direction", ioctl(fd, _IOR(ODL_TB5_IOC_MAGIC, 0, struct odl_tb5_info), &in), ENOTTY);
+
+	/* before setup / bind */
+	Z(s); s.size = sizeof(s); s.dst_port = 1; s.length = 1;
+	expect("SEND unbound", ioctl(fd, ODL_TB5_IOC_SEND, &s), EDESTADDRREQ);
+	Z(r); r.size = sizeof(r); r.capacity = 1;
+	expect("RECV unbound", ioctl(fd, ODL_TB5_IOC_RECV, &r), EDESTADDRREQ);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	expect("mmap before BUF_SETUP", m == MAP_FAILED ? -1 : 0, ENOBUFS);
+
+	/* bind */
+	Z(b); b.size = sizeof(b);
+	expect("BIND port 0", ioctl(fd, ODL_TB5_IOC_BIND, &b), EINVAL);
+	b.port = 256;
+	expect("BIND port 256", ioctl(fd, ODL_TB5_IOC_BIND, &b), EINVAL);
+	b.port = 9; b.flags = 1;
+	expect("BIND flags", ioctl(fd, ODL_TB5_IOC_BIND, &b), EINVAL);
+	b.flags = 0; b.reserved = 1;
+	expect("BIND reserved", ioctl(fd, ODL_TB5_IOC_BIND, &b), EINVAL);
+	b.reserved = 0;
+	expect("BIND port 9", ioctl(fd, ODL_TB5_IOC_BIND, &b), 0);
+	expect("BIND again", ioctl(fd, ODL_TB5_IOC_BIND, &b), EALREADY);
+	expect("BIND taken port (other open)", ioctl(fd2, ODL_TB5_IOC_BIND, &b), EADDRINUSE);
+
+	s.dst_port = 1; s.length = 1;
+	expect("SEND without buffers", ioctl(fd, ODL_TB5_IOC_SEND, &s), ENOBUFS);
+
+	/* buffer setup */
+	Z(bs); bs.size = sizeof(bs); bs.flags = 1;
+	expect("BUF_SETUP flags", ioctl(fd, ODL_TB5_IOC_BUF_SETUP, &bs), EINVAL);
+	Z(bs); bs.size = sizeof(bs); bs.tx_count = 9;
+	expect("BUF_SETUP 9 TX buffers", ioctl(fd, ODL_TB5_IOC_BUF_SETUP, &bs), EINVAL);
+	Z(bs); bs.size = sizeof(bs); bs.tx_buf_size = 1000;
+	expect("BUF_SETUP unaligned size", ioctl(fd, ODL_TB5_IOC_BUF_SETUP, &bs), EINVAL);
+	Z(bs); bs.size = sizeof(bs); bs.rx_buf_size = 128ull << 20;
+	expect("BUF_SETUP 128 MiB buffer", ioctl(fd, ODL_TB5_IOC_BUF_SETUP, &bs), EINVAL);
+	Z(bs); bs.size = sizeof(bs); bs.tx_count = 8; bs.rx_count = 8;
+	bs.tx_buf_size = 64 << 20; bs.rx_buf_size = 64 << 20;
+	expect("BUF_SETUP 1 GiB in all", ioctl(fd, ODL_TB5_IOC_BUF_SETUP, &bs), EINVAL);
+	Z(bs); bs.size = sizeof(bs); bs.tx_buf_size = 65536; bs.rx_buf_size = 65536;
+	expect("BUF_SETUP 2x2x64KiB", ioctl(fd, ODL_TB5_IOC_BUF_SETUP, &bs), 0);
+	expect("BUF_SETUP again", ioctl(fd, ODL_TB5_IOC_BUF_SETUP, &bs), EBUSY);
+	m = mmap(NULL, bs.mmap_len + 4096, PROT_READ, MAP_SHARED, fd, 0);
+	expect("mmap past the area", m == MAP_FAILED ? -1 : 0, EINVAL);
+	m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	expect("mmap MAP_PRIVATE", m == MAP_FAILED ? -1 : 0, EINVAL);
+	m = mmap(NULL, bs.mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	expect("mmap whole area", m == MAP_FAILED ? -1 : 0, 0);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, 0);
+	expect("other open cannot map this area", m == MAP_FAILED ? -1 : 0, ENOBUFS);
+
+	/* send */
+	Z(s); s.size = sizeof(s); s.dst_port = 1; s.length = 1; s.flags = 2;
+	expect("SEND unknown flag", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.flags = 0; s.dst_port = 0;
+	expect("SEND dst_port 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.dst_port = 300;
+	expect("SEND dst_port 300", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.dst_port = 1; s.length = 0;
+	expect("SEND length 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.length = (16u << 20) + 1;
+	expect("SEND length > max_msg", ioctl(fd, ODL_TB5_IOC_SEND, &s), EMSGSIZE);
+	s.length = 1; s.buf_id = 4;
+	expect("SEND buffer id 4", ioctl(fd, ODL_TB5_IOC_SEND, &s), ENOENT);
+	s.buf_id = 2;
+	expect("SEND from an RX buffer", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.buf_id = 0; s.offset = 65536;
+	expect("SEND offset at end", ioctl(fd, ODL_TB5_IOC_SEND, &s), ERANGE);
+	s.offset = 65535; s.length = 2;
+	expect("SEND range past end", ioctl(fd, ODL_TB5_IOC_SEND, &s), ERANGE);
+	s.offset = ~0ull; s.length = 2;
+	expect("SEND offset overflow", ioctl(fd, ODL_TB5_IOC_SEND, &s), ERANGE);
+	s.offset = 0; s.length = 1; s.flags = ODL_TB5_F_DMABUF; s.buf_id = 1;
+	expect("SEND unknown DMA-buf handle", ioctl(fd, ODL_TB5_IOC_SEND, &s), ENOENT);
+
+	/* recv */
+	Z(r); r.size = sizeof(r); r.buf_id = 2; r.capacity = 0;
+	expect("RECV capacity 0", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
+	r.capacity = 1; r.reserved = 1;
+	expect("RECV reserved", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
+	r.reserved = 0; r.buf_id = 0;
+	expect("RECV into a TX buffer", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
+	r.buf_id = 3; r.offset = 1; r.capacity = 65536;
+	expect("RECV range past end", ioctl(fd, ODL_TB5_IOC_RECV, &r), ERANGE);
+
+	/* poll_cq */
+	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
+	pq.entry_size = sizeof(ce[0]); pq.max_entries = 0;
+	expect("POLL_CQ max_entries 0", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), EINVAL);
+	pq.max_entries = 4; pq.entry_size = 8;
+	expect("POLL_CQ entry_size 8", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), EINVAL);
+	pq.entry_size = sizeof(ce[0]); pq.timeout_ms = -2;
+	expect("POLL_CQ timeout -2", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), EINVAL);
+	pq.timeout_ms = 0; pq.entries_ptr = 0;
+	expect("POLL_CQ NULL entries", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), EINVAL);
+	pq.entries_ptr = (uintptr_t)ce;
+	expect("POLL_CQ no wait", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), 0);
+
+	/* stats, dmabuf */
+	Z(st); st.size = sizeof(st); st.flags = 2;
+	expect("GET_STATS unknown flag", ioctl(fd, ODL_TB5_IOC_GET_STATS, &st), EINVAL);
+	Z(im); im.size = sizeof(im); im.fd = 0; im.flags = 0;
+	expect("DMABUF_IMPORT no direction", ioctl(fd, ODL_TB5_IOC_DMABUF_IMPORT, &im), EINVAL);
+	im.flags = ODL_TB5_DMABUF_TX; im.fd = -1;
+	expect("DMABUF_IMPORT fd -1", ioctl(fd, ODL_TB5_IOC_DMABUF_IMPORT, &im), EBADF);
+	im.fd = fd;
+	expect("DMABUF_IMPORT non-dmabuf fd", ioctl(fd, ODL_TB5_IOC_DMABUF_IMPORT, &im), EBADF);
+	Z(rl); rl.size = sizeof(rl); rl.handle = 1;
+	expect("DMABUF_RELEASE unknown handle", ioctl(fd, ODL_TB5_IOC_DMABUF_RELEASE, &rl), ENOENT);
+
+	/* nothing above changed the file's state */
+	Z(in); in.size = sizeof(in);
+	expect("GET_INFO after the table", ioctl(fd, ODL_TB5_IOC_GET_INFO, &in), 0);
+	ntest++;
+	if (in.bound_port == 9 && in.buf_count == 4) {
+		printf("ok %d - state intact (port 9, 4 buffers)\n", ntest);
+	} else {
+		nfail++;
+		printf("not ok %d - state: port %u, %u buffers\n", ntest,
+		       in.bound_port, in.buf_count);
+	}
+	printf("1..%d\n", ntest);
+	close(fd2);
+	close(fd);
+	return nfail ? 1 : 0;
+}
+
+static void parse_sizes(char *arg)
+{
+	char *t;
+
+	for (t = strtok(arg, ","); t && nsizes < 64; t = strtok(NULL, ","))
+		sizes[nsizes++] = strtoull(t, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+	int o;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|badinput [opts]\n");
+		return 2;
+	}
+	cmd = argv[1];
+	optind = 2;
+	while ((o = getopt(argc, argv, "Dd:p:q:n:s:")) != -1) {
+		switch (o) {
+		case 'D': use_dmabuf = 1; break;
+		case 'd': devpath = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'q': peer_port = atoi(optarg); break;
+		case 'n': count = atoi(optarg); break;
+		case 's': parse_sizes(optarg); break;
+		default: return 2;
+		}
+	}
+	if (!nsizes)
+		sizes[nsizes++] = 4096;
+	if (!strcmp(cmd, "info"))
+		return cmd_info();
+	if (!strcmp(cmd, "stats"))
+		return cmd_stats();
+	if (!strcmp(cmd, "badinput"))
+		return cmd_badinput();
+	if (!strcmp(cmd, "recv"))
+		return cmd_recv();
+	if (!strcmp(cmd, "send"))
+		return cmd_send();
+	fprintf(stderr, "unknown command %s\n", cmd);
+	return 2;
+}
