@@ -4,18 +4,23 @@
 # CFLAGS_COMMON).
 #
 #   make rccl        $(BUILD)/rccl/librccl-net-odl_tb5.so (+ libnccl-net-odl_tb5.so
-#                    beside it), odl_tb5_rccl_stats, netconf
+#                    beside it), odl_tb5_rccl_stats, netconf, and for the busybox
+#                    guests (no shared libc) netconf.static + odl_tb5_rccl_stats.static:
+#                    the harness with the plugin's objects linked in (tables taken
+#                    from the exported ncclNetPlugin_vN symbols, no dlopen)
 #   make unit-rccl   ABI/export checks, loader test in a fresh process, the
 #                    conformance harness over libodl_tb5's shm backend (API v7
 #                    and v10), then again with the plugin and harness under
-#                    ASan/UBSan
+#                    ASan/UBSan, then the static guest build (v9, and a short
+#                    all-reduce benchmark run)
 #
 # libodl_tb5 is compiled into the plugin (static, symbols kept private by
 # rccl/src/exports.map), so the plugin has no run-time dependency besides libc.
-# Across two VMs: copy $(BUILD)/rccl/{librccl-net-odl_tb5.so,netconf} to both,
-# then `ODL_TB5_DEVICE=0 NCCL_NET_PLUGIN=odl_tb5 LD_LIBRARY_PATH=DIR netconf
-# --rank 0 --oob-listen 29500` on one and `--rank 1 --oob-connect HOST:29500`
-# on the other.
+# Across two machines with glibc: copy $(BUILD)/rccl/{librccl-net-odl_tb5.so,netconf}
+# to both, then `ODL_TB5_DEVICE=0 NCCL_NET_PLUGIN=odl_tb5 LD_LIBRARY_PATH=DIR
+# netconf --rank 0 --oob-listen 29500` on one and `--rank 1 --oob-connect
+# IP:29500` on the other. Across the two VMs: harness/scenarios/net-plugin.sh
+# (netconf.static) and bench/rccl.sh.
 
 RCCL_DIR      := $(TOP)/rccl
 RCCL_OUT      := $(BUILD)/rccl
@@ -35,13 +40,17 @@ RCCL_SO_NCCL  := $(RCCL_OUT)/libnccl-net-odl_tb5.so
 RCCL_STATS    := $(RCCL_OUT)/odl_tb5_rccl_stats
 RCCL_NETCONF  := $(RCCL_OUT)/netconf
 RCCL_ASAN_OUT := $(RCCL_OUT)/asan
+RCCL_NETCONF_STATIC := $(RCCL_OUT)/netconf.static
+RCCL_STATS_STATIC   := $(RCCL_OUT)/odl_tb5_rccl_stats.static
 # Tests: how long the harness may run, the stats file they use.
 RCCL_TIMEOUT  ?= 600
 RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
 
-.PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan
+.PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan \
+        unit-rccl-static
 
-rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF)
+rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF) $(RCCL_NETCONF_STATIC) \
+      $(RCCL_STATS_STATIC)
 
 # plugin(out dir, extra flags)
 define rccl_plugin
@@ -64,11 +73,22 @@ $(RCCL_STATS): $(RCCL_DIR)/tools/odl_tb5_rccl_stats.c $(RCCL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(RCCL_CFLAGS) -o $@ $<
 
+# Static guest build: the same harness source with -DNETCONF_STATIC, linked
+# with the plugin and libodl_tb5 sources (the objects the .so is made of).
+$(RCCL_NETCONF_STATIC): $(RCCL_DIR)/tests/netconf.c $(RCCL_DIR)/src/plugin.c $(RCCL_UL_SRCS) $(RCCL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(RCCL_CFLAGS) -DNETCONF_STATIC -static -pthread -o $@ $(RCCL_DIR)/tests/netconf.c \
+	  $(RCCL_DIR)/src/plugin.c $(RCCL_UL_SRCS)
+
+$(RCCL_STATS_STATIC): $(RCCL_DIR)/tools/odl_tb5_rccl_stats.c $(RCCL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(RCCL_CFLAGS) -static -o $@ $<
+
 $(RCCL_OUT)/abi_check: $(RCCL_DIR)/tests/abi_check.c $(RCCL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(RCCL_CFLAGS) -pedantic -o $@ $<
 
-unit-rccl: unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan
+unit-rccl: unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-static
 
 # ABI: the header's _Static_asserts compiled (C11 -pedantic), sizes printed;
 # exported dynamic symbols are exactly the four tables.
@@ -109,3 +129,14 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(RCCL_ASAN_OUT)/netconf --api 7 --max-size 16777216 --timeout $(RCCL_TIMEOUT)
+
+# The static guest build over shm on the host (what the net-plugin scenario
+# runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
+# table, then a short all-reduce benchmark; it must not depend on libdl/NSS.
+unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
+	@if readelf -d $(RCCL_NETCONF_STATIC) 2>/dev/null | grep -q NEEDED; then \
+	   echo "unit-rccl-static: netconf.static has dynamic dependencies" >&2; exit 1; fi
+	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --api 9 --max-size 16777216 \
+	  --timeout $(RCCL_TIMEOUT)
+	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 8388608 --iters 2 \
+	  --timeout $(RCCL_TIMEOUT)

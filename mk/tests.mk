@@ -5,7 +5,7 @@
 # Guest kernels the scenarios run on besides the default (NAME@KERNEL).
 SIM_EXTRA_KERNELS ?= trixie
 
-vm-prereqs: qemu images sim-bins driver userlib
+vm-prereqs: qemu images sim-bins driver userlib rccl
 	@for k in $(SIM_EXTRA_KERNELS); do $(MAKE) --no-print-directory images KERNEL=$$k || exit 1; done
 
 # SCENARIOS="tbnet idle" picks scenarios (default: all, see harness/sim-test)

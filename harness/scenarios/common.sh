@@ -17,7 +17,9 @@ pair_up() {
 	local out
 	tap_cleanup pair_down
 	# SIM_KERNEL (set by sim-test for NAME@KERNEL) picks the guest kernel
-	if ! out=$("$VMPAIR" up ${SIM_KERNEL:+--kernel "$SIM_KERNEL"} "$@" 2>&1); then
+	# PAIR_EXTRA: more vmpair up options from a scenario variant (--iommu)
+	# shellcheck disable=SC2086
+	if ! out=$("$VMPAIR" up ${SIM_KERNEL:+--kernel "$SIM_KERNEL"} ${PAIR_EXTRA:-} "$@" 2>&1); then
 		diag "vmpair up failed:" "$out"
 		evidence
 		bail_out "could not start the VM pair"
@@ -45,6 +47,7 @@ tb_problems() {
 	vm "$1" sh -c 'dmesg -r | awk '\''
 		{ lvl = substr($0, 2, index($0, ">") - 2) + 0; lvl = lvl % 8 }
 		/WARNING:|Call Trace|Oops|BUG:|general protection|Kernel panic/ { print; next }
+		/DMAR:.*(fault addr|handling fault)/ { print; next }
 		/suspect GRO implementation/ { next }
 		/device links to tunneled native ports are missing/ { next }
 		lvl <= 4 && /thunderbolt|usb4/ { print }'\'''

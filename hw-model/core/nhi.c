@@ -110,10 +110,10 @@ void nhi_raise(struct nhi *n, unsigned int idx)
 {
 	uint32_t bit = 1u << (idx % 32);
 
-	if (idx >= 3 * n->hops)
+	if (idx >= 3 * n->irq_hops)
 		return;
 	n->int_status[idx / 32] |= bit;
-	if (idx >= 2 * n->hops)
+	if (idx >= 2 * n->irq_hops)
 		return; /* overflow bits have no enable */
 	if (n->int_enable[idx / 32] & bit)
 		signal_idx(n, idx);
@@ -134,13 +134,13 @@ static uint32_t int_valid_mask(unsigned int dw, unsigned int nbits)
 
 static void int_enable_write(struct nhi *n, unsigned int dw, uint32_t val)
 {
-	uint32_t valid = int_valid_mask(dw, 2 * n->hops);
+	uint32_t valid = int_valid_mask(dw, 2 * n->irq_hops);
 	uint32_t old = n->int_enable[dw];
 	uint32_t rising;
 
 	if (val & ~valid)
 		nhi_guest_error(n, "interrupt enable bits 0x%x beyond %u rings",
-				val & ~valid, n->hops);
+				val & ~valid, n->irq_hops);
 	n->int_enable[dw] = val & valid;
 	rising = n->int_enable[dw] & ~old & n->int_missed[dw];
 	while (rising) {
@@ -168,6 +168,18 @@ static void held_clear(struct nhi_ring *r)
 	r->held_count = 0;
 }
 
+static void late_clear(struct nhi_ring *r)
+{
+	struct late_compl *c = r->late_head, *nx;
+
+	while (c) {
+		nx = c->next;
+		free(c);
+		c = nx;
+	}
+	r->late_head = r->late_tail = NULL;
+}
+
 static void ring_reset_indices(struct nhi_ring *r)
 {
 	r->hw = 0;
@@ -175,6 +187,11 @@ static void ring_reset_indices(struct nhi_ring *r)
 	r->credits_granted = 0;
 	r->credits_used = 0;
 	r->faulted = false;
+	r->credit_msgs = 0;
+	r->lp_until = 0;
+	r->pace_next = 0;
+	r->stalled = false;
+	late_clear(r);
 }
 
 static void ring_disable(struct nhi *n, struct nhi_ring *r)
@@ -208,6 +225,8 @@ static void ring_enable(struct nhi *n, struct nhi_ring *r, unsigned int idx,
 	r->enabled = true;
 	ring_reset_indices(r);
 	held_clear(r);
+	r->last_rx_ns = n->ops->now ? n->ops->now(n->opaque) : 0;
+	r->e2e_seq = (rx && (r->opt0 & RING_FLAG_E2E)) ? ++n->e2e_seq_next : 0;
 	nhi_log(n, NHI_LOG_TRACE, "%s ring %u enabled base 0x%llx size %u%s%s",
 		rx ? "RX" : "TX", idx, (unsigned long long)base, r->size,
 		(r->opt0 & RING_FLAG_RAW) ? " raw" : " frame",
@@ -240,6 +259,153 @@ static void ring_fault(struct nhi *n, struct nhi_ring *r, const char *what,
 		what, (unsigned long long)addr);
 }
 
+static int64_t now_ns(const struct nhi *n)
+{
+	return n->ops->now ? n->ops->now(n->opaque) : 0;
+}
+
+/*
+ * A ring's completion interrupt, with the run-time faults applied: a
+ * dropped interrupt still sets its status bit (the completion is in
+ * memory; polling finds it) but signals nothing and is not latched.
+ */
+static void ring_irq(struct nhi *n, bool rx, unsigned int ri)
+{
+	struct nhi_ring *r = rx ? &n->rx[ri] : &n->tx[ri];
+	unsigned int idx = rx ? ri + n->irq_hops : ri;
+
+	if (ri >= n->irq_hops && n->p->hidden_hop_silent)
+		return; /* beyond the reported hop count: no interrupt wiring */
+	if (r->f_nth || r->f_every) {
+		r->f_count++;
+		if ((r->f_nth && r->f_count == r->f_nth) ||
+		    (r->f_every && r->f_count % r->f_every == 0)) {
+			if (r->f_nth && r->f_count == r->f_nth)
+				r->f_nth = 0;
+			n->st.irq_dropped++;
+			if (idx < 2 * n->irq_hops)
+				n->int_status[idx / 32] |= 1u << (idx % 32);
+			nhi_log(n, NHI_LOG_TRACE, "%s ring %u: completion interrupt dropped (fault)",
+				rx ? "RX" : "TX", ri);
+			return;
+		}
+	}
+	nhi_raise(n, idx);
+}
+
+static void compl_timer_update(struct nhi *n)
+{
+	int64_t first = -1;
+
+	for (unsigned int i = 0; i < 2 * NHI_MAX_HOPS; i++) {
+		struct nhi_ring *r = i < NHI_MAX_HOPS ? &n->tx[i] :
+				     &n->rx[i - NHI_MAX_HOPS];
+
+		if (r->late_head && (first < 0 || r->late_head->due < first))
+			first = r->late_head->due;
+	}
+	if (first == n->compl_timer_at || !n->ops->timer_arm)
+		return;
+	n->compl_timer_at = first;
+	n->ops->timer_arm(n->opaque, NHI_TIMER_COMPL, first);
+}
+
+static int compl_write(struct nhi *n, bool rx, unsigned int ri, uint64_t addr,
+		       uint32_t d8, bool irq)
+{
+	struct nhi_ring *r = rx ? &n->rx[ri] : &n->tx[ri];
+	uint8_t b[4];
+
+	le32_put(b, d8);
+	if (n->ops->dma_write(n->opaque, addr, b, 4)) {
+		ring_fault(n, r, rx ? "RX descriptor write" :
+			   "TX descriptor write", addr);
+		return -1;
+	}
+	if (rx)
+		r->last_rx_ns = now_ns(n);
+	if (irq)
+		ring_irq(n, rx, ri);
+	return 0;
+}
+
+/*
+ * Write a descriptor's completion (dword +8) and signal it, now or later:
+ * a "delay" fault holds every completion of the ring back by a fixed time;
+ * a low-power RX ring (lowpower_idle_ms) holds them until its next burst.
+ * Completions of one ring stay in order.
+ */
+static int ring_complete(struct nhi *n, bool rx, unsigned int ri,
+			 uint64_t addr, uint32_t d8, bool irq)
+{
+	struct nhi_ring *r = rx ? &n->rx[ri] : &n->tx[ri];
+	int64_t now = now_ns(n), due = now;
+	struct late_compl *c;
+
+	if (r->f_delay_ns)
+		due = now + r->f_delay_ns;
+	if (rx && ri && n->p->lowpower_idle_ms) {
+		if (!r->lp_until && now - r->last_rx_ns >=
+		    (int64_t)n->p->lowpower_idle_ms * 1000000) {
+			r->lp_until = now +
+				(int64_t)n->p->lowpower_period_ms * 1000000;
+			n->st.lowpower_bursts++;
+			nhi_log(n, NHI_LOG_TRACE, "RX ring %u: low-power receive, burst at +%u ms",
+				ri, n->p->lowpower_period_ms);
+		}
+		if (r->lp_until > due)
+			due = r->lp_until;
+	}
+	if (r->late_tail && r->late_tail->due > due)
+		due = r->late_tail->due;
+	if (due <= now || !n->ops->timer_arm)
+		return compl_write(n, rx, ri, addr, d8, irq);
+	c = malloc(sizeof(*c));
+	if (!c)
+		return compl_write(n, rx, ri, addr, d8, irq);
+	c->next = NULL;
+	c->due = due;
+	c->addr = addr;
+	c->d8 = d8;
+	c->irq = irq;
+	if (r->late_tail)
+		r->late_tail->next = c;
+	else
+		r->late_head = c;
+	r->late_tail = c;
+	n->st.compl_delayed++;
+	compl_timer_update(n);
+	return 0;
+}
+
+static void compl_timer_fire(struct nhi *n)
+{
+	int64_t now = now_ns(n);
+
+	n->compl_timer_at = -1;
+	for (unsigned int i = 0; i < 2 * NHI_MAX_HOPS; i++) {
+		bool rx = i >= NHI_MAX_HOPS;
+		unsigned int ri = rx ? i - NHI_MAX_HOPS : i;
+		struct nhi_ring *r = rx ? &n->rx[ri] : &n->tx[ri];
+
+		while (r->late_head && r->late_head->due <= now) {
+			struct late_compl *c = r->late_head;
+
+			r->late_head = c->next;
+			if (!r->late_head)
+				r->late_tail = NULL;
+			if (!r->faulted)
+				compl_write(n, rx, ri, c->addr, c->d8, c->irq);
+			free(c);
+		}
+		if (rx && r->lp_until && r->lp_until <= now) {
+			r->lp_until = 0; /* the burst wakes the receive path */
+			r->last_rx_ns = now;
+		}
+	}
+	compl_timer_update(n);
+}
+
 /* Write one received frame into the next RX descriptor. */
 static void rx_put(struct nhi *n, unsigned int ri, uint8_t sof, uint8_t eof,
 		   const uint8_t *data, uint32_t len, uint16_t flags)
@@ -270,11 +436,8 @@ static void rx_put(struct nhi *n, unsigned int ri, uint8_t sof, uint8_t eof,
 	d8 = (len & DESC_LEN_MASK) | (uint32_t)(eof & 0xf) << DESC_EOF_SHIFT |
 	     (uint32_t)(sof & 0xf) << DESC_SOF_SHIFT |
 	     (uint32_t)f << DESC_FLAGS_SHIFT;
-	le32_put(desc, d8);
-	if (n->ops->dma_write(n->opaque, da + 8, desc, 4)) {
-		ring_fault(n, r, "RX descriptor write", da + 8);
+	if (ring_complete(n, true, ri, da + 8, d8, true))
 		return;
-	}
 	r->hw = (r->hw + 1) % r->size;
 	r->credits_used++;
 	if (ri) {
@@ -283,7 +446,6 @@ static void rx_put(struct nhi *n, unsigned int ri, uint8_t sof, uint8_t eof,
 	}
 	nhi_log(n, NHI_LOG_TRACE, "RX ring %u: frame len %u sof %u eof %u flags 0x%x",
 		ri, len, sof, eof, f);
-	nhi_raise(n, ri + n->hops);
 }
 
 static bool rx_may_hold(const struct nhi *n, unsigned int ri)
@@ -324,6 +486,18 @@ void nhi_rx_deliver(struct nhi *n, unsigned int ri, uint8_t sof, uint8_t eof,
 			return;
 		}
 	}
+	if (ri && (r->opt0 & RING_FLAG_E2E) && n->p->e2e_reserved_hop &&
+	    ((r->opt0 & RX_OPT_E2E_HOP_MASK) >> RX_OPT_E2E_HOP_SHIFT) !=
+	    n->p->e2e_reserved_hop && r->credit_msgs >= 2) {
+		/* QUIRK_E2E: credit returns on a live HopID collide with its
+		 * traffic; from the second credit window on, frames are lost
+		 * without a trace */
+		n->st.e2e_rx_lost++;
+		nhi_log(n, NHI_LOG_TRACE, "RX ring %u: frame lost (E2E credit HopID %u, want %u)",
+			ri, (r->opt0 & RX_OPT_E2E_HOP_MASK) >> RX_OPT_E2E_HOP_SHIFT,
+			n->p->e2e_reserved_hop);
+		return;
+	}
 	if (r->held_count == 0 && rx_avail(r) > 0) {
 		rx_put(n, ri, sof, eof, data, len, flags);
 		return;
@@ -354,7 +528,8 @@ void nhi_rx_deliver(struct nhi *n, unsigned int ri, uint8_t sof, uint8_t eof,
 	n->st.rx_dropped++;
 	n->st.rx_overflow++;
 	nhi_log(n, NHI_LOG_TRACE, "RX ring %u overflow: frame dropped", ri);
-	nhi_raise(n, ri + 2 * n->hops);
+	if (ri < n->irq_hops)
+		nhi_raise(n, ri + 2 * n->irq_hops);
 }
 
 static void rx_drain_held(struct nhi *n, unsigned int ri)
@@ -376,6 +551,18 @@ static void rx_drain_held(struct nhi *n, unsigned int ri)
 bool nhi_ctl_rx_running(const struct nhi *n)
 {
 	return n->rx[0].enabled && !n->rx[0].faulted && n->tx[0].enabled;
+}
+
+#define PACE_SLACK_NS 100000LL /* ring_mbps: burst allowance */
+
+static void pace_timer_arm(struct nhi *n, int64_t at)
+{
+	if (!n->ops->timer_arm)
+		return;
+	if (n->pace_timer_at >= 0 && n->pace_timer_at <= at)
+		return;
+	n->pace_timer_at = at;
+	n->ops->timer_arm(n->opaque, NHI_TIMER_TXPACE, at);
 }
 
 /* Process TX descriptors from the consumer to the producer index. */
@@ -402,9 +589,26 @@ void nhi_tx_kick(struct nhi *n, unsigned int ri)
 			len = 4096;
 		eof = (d8 >> DESC_EOF_SHIFT) & 0xf;
 		sof = (d8 >> DESC_SOF_SHIFT) & 0xf;
+		if (ri != 0 && n->p->ring_mbps && n->ops->now) {
+			/* per-ring DMA ceiling: the engine fetches no faster */
+			int64_t now = n->ops->now(n->opaque);
+
+			if (r->pace_next > now + PACE_SLACK_NS) {
+				n->st.tx_paced++;
+				pace_timer_arm(n, r->pace_next - PACE_SLACK_NS);
+				return;
+			}
+		}
 		if (ri != 0 &&
-		    !router_tx_frame(n, ri, sof, eof, NULL, len, true))
-			return; /* waiting for E2E credits */
+		    !router_tx_frame(n, ri, sof, eof, NULL, len, true)) {
+			/* waiting for E2E credits: descriptor stays posted,
+			 * no completion, no interrupt, no error */
+			if (!r->stalled && n->st.e2e_credits_dropped)
+				n->st.e2e_wedged++;
+			r->stalled = true;
+			return;
+		}
+		r->stalled = false;
 		if (n->ops->dma_read(n->opaque, phys, buf, len)) {
 			ring_fault(n, r, "TX buffer read", phys);
 			return;
@@ -418,20 +622,31 @@ void nhi_tx_kick(struct nhi *n, unsigned int ri)
 			n->st.tx_frames++;
 			n->st.tx_bytes += len;
 			router_tx_frame(n, ri, sof, eof, buf, len, false);
+			if (n->p->ring_mbps && n->ops->now) {
+				int64_t now = n->ops->now(n->opaque);
+
+				if (r->pace_next < now)
+					r->pace_next = now;
+				r->pace_next += (int64_t)len * 8000 /
+						n->p->ring_mbps;
+			}
 		}
 		/* the ring may have been stopped by what we just did */
 		if (!r->enabled)
 			return;
 		d8 |= (uint32_t)DESC_F_COMPLETED << DESC_FLAGS_SHIFT;
-		le32_put(desc + 8, d8);
-		if (n->ops->dma_write(n->opaque, da + 8, desc + 8, 4)) {
-			ring_fault(n, r, "TX descriptor write", da + 8);
+		if (ring_complete(n, false, ri, da + 8, d8,
+				  d8 & ((uint32_t)DESC_F_INTERRUPT <<
+					DESC_FLAGS_SHIFT)))
 			return;
-		}
 		r->hw = (r->hw + 1) % r->size;
-		if (d8 & ((uint32_t)DESC_F_INTERRUPT << DESC_FLAGS_SHIFT))
-			nhi_raise(n, ri);
 	}
+}
+
+static void pace_timer_fire(struct nhi *n)
+{
+	n->pace_timer_at = -1;
+	nhi_tx_kick_all(n);
 }
 
 void nhi_tx_kick_all(struct nhi *n)
@@ -471,8 +686,68 @@ void nhi_e2e_update(struct nhi *n, unsigned int ri)
 	c.hopid = (uint16_t)hop;
 	c.credits = (uint16_t)grant;
 	r->credits_granted += grant;
+	r->credit_msgs++;
 	n->st.credits_sent += grant;
 	router_send_msg(n, ODL_LINK_CREDIT, &c, sizeof(c), NULL, 0);
+}
+
+static bool rx_e2e_active(const struct nhi_ring *r)
+{
+	return r->enabled && (r->opt0 & RING_FLAG_E2E);
+}
+
+/*
+ * The single-E2E-RX-ring limit (amd-strix-halo, quirks.md 2.2.2.a): while
+ * more E2E RX rings are active than the NHI has slots for, credit grants
+ * arriving for this NHI's E2E TX paths are dropped on the floor
+ * (e2e_victim 0: every path; 1: only the path of the TX ring that the
+ * first RX ring beyond the limit returns its credits through). The path
+ * is then credit-controlled with nothing to spend: its TX ring wedges
+ * silently once its credits run out.
+ */
+bool nhi_e2e_credit_accept(struct nhi *n, unsigned int hop,
+			   unsigned int credits)
+{
+	unsigned int active = 0, victim_seq = 0;
+	int victim_hop = -1;
+
+	if (!n->p->e2e_rx_slots)
+		return true;
+	for (unsigned int i = 1; i < n->hops; i++)
+		if (rx_e2e_active(&n->rx[i]))
+			active++;
+	if (active <= n->p->e2e_rx_slots)
+		return true;
+	if (n->p->e2e_victim == 1) {
+		/* the E2E RX ring enabled (slots+1)-th */
+		unsigned int rank_best = 0;
+
+		for (unsigned int i = 1; i < n->hops; i++) {
+			const struct nhi_ring *r = &n->rx[i];
+			unsigned int rank = 0;
+
+			if (!rx_e2e_active(r))
+				continue;
+			for (unsigned int j = 1; j < n->hops; j++)
+				if (rx_e2e_active(&n->rx[j]) &&
+				    n->rx[j].e2e_seq < r->e2e_seq)
+					rank++;
+			if (rank == n->p->e2e_rx_slots) {
+				victim_seq = r->e2e_seq;
+				rank_best = (r->opt0 & RX_OPT_E2E_HOP_MASK) >>
+					    RX_OPT_E2E_HOP_SHIFT;
+			}
+		}
+		if (victim_seq && rank_best < n->hops)
+			victim_hop = router_out_hop_for_ring(n, rank_best);
+		if (victim_hop != (int)hop)
+			return true;
+	}
+	n->st.e2e_credits_dropped += credits;
+	nhi_log(n, NHI_LOG_TRACE, "E2E: %u credits for HopID %u dropped (%u E2E RX rings, %u slot%s)",
+		credits, hop, active, n->p->e2e_rx_slots,
+		n->p->e2e_rx_slots == 1 ? "" : "s");
+	return false;
 }
 
 void nhi_e2e_update_all(struct nhi *n)
@@ -571,6 +846,10 @@ static void ring_opt_write(struct nhi *n, bool rx, unsigned int ri,
 		nhi_log(n, NHI_LOG_TRACE, "%s ring %u disabled",
 			rx ? "RX" : "TX", ri);
 	}
+	if (r->enabled && rx && !(val & RING_FLAG_E2E))
+		r->e2e_seq = 0;
+	else if (r->enabled && rx && !r->e2e_seq)
+		r->e2e_seq = ++n->e2e_seq_next; /* E2E set on a running ring */
 	if (r->enabled && rx && ri)
 		nhi_e2e_update(n, ri);
 }
@@ -631,9 +910,11 @@ uint32_t nhi_mmio_read(struct nhi *n, uint32_t off)
 	} else if (off >= REG_INT_VEC_ALLOC && off < REG_INT_VEC_ALLOC + 16) {
 		v = n->ivr[(off - REG_INT_VEC_ALLOC) / 4];
 	} else if (off == REG_HOP_COUNT) {
-		v = n->hops & 0x3ff;
+		v = (n->irq_hops & 0x3ff) | (uint32_t)n->p->caps_version << 16;
 	} else if (off == REG_DMA_MISC) {
 		v = n->dma_misc;
+	} else if (off == REG_RESET && n->p->caps_version >= REG_CAPS_VERSION_2) {
+		v = n->hrr_done_at > now_ns(n) ? REG_RESET_HRR : 0;
 	} else if (off == REG_INMAIL_CMD) {
 		v = n->inmail_cmd;
 	}
@@ -700,7 +981,15 @@ void nhi_mmio_write(struct nhi *n, uint32_t off, uint32_t val)
 		n->ivr[(off - REG_INT_VEC_ALLOC) / 4] = val;
 	} else if (off == REG_DMA_MISC) {
 		n->dma_misc = val & (DMA_MISC_INT_AUTO_CLEAR |
-				     DMA_MISC_DISABLE_AUTO_CLEAR);
+				     DMA_MISC_DISABLE_AUTO_CLEAR) &
+			      n->p->dma_misc_writable;
+	} else if (off == REG_RESET && n->p->caps_version >= REG_CAPS_VERSION_2) {
+		if ((val & REG_RESET_HRR) && n->hrr_done_at <= now_ns(n)) {
+			n->st.host_resets++;
+			n->hrr_done_at = now_ns(n) + HRR_DURATION_NS;
+			nhi_log(n, NHI_LOG_INFO, "host router reset");
+			router_host_reset(n);
+		}
 	} else if (off == REG_INMAIL_DATA) {
 		n->inmail_data = val;
 	} else if (off == REG_INMAIL_CMD) {
@@ -802,13 +1091,18 @@ void nhi_timer_fire(struct nhi *n, int timer)
 	if (timer == NHI_TIMER_HOTPLUG) {
 		n->hotplug_timer_armed = false;
 		router_hotplug_tick(n);
-	} else if (timer >= NHI_TIMER_IRQ0 && timer < NHI_TIMER_COUNT) {
+	} else if (timer >= NHI_TIMER_IRQ0 &&
+		   timer < NHI_TIMER_IRQ0 + (int)NHI_MSIX_VECTORS) {
 		unsigned int vec = (unsigned int)(timer - NHI_TIMER_IRQ0);
 
 		if (n->irq_deferred & (1u << vec)) {
 			n->irq_deferred &= ~(1u << vec);
 			fire_vector(n, vec);
 		}
+	} else if (timer == NHI_TIMER_COMPL) {
+		compl_timer_fire(n);
+	} else if (timer == NHI_TIMER_TXPACE) {
+		pace_timer_fire(n);
 	}
 }
 
@@ -820,9 +1114,21 @@ static void nhi_regs_reset(struct nhi *n)
 	for (unsigned int i = 0; i < NHI_MAX_HOPS; i++) {
 		held_clear(&n->tx[i]);
 		held_clear(&n->rx[i]);
+		late_clear(&n->tx[i]);
+		late_clear(&n->rx[i]);
 		memset(&n->tx[i], 0, sizeof(n->tx[i]));
 		memset(&n->rx[i], 0, sizeof(n->rx[i]));
 	}
+	if (n->ops->timer_arm) {
+		if (n->compl_timer_at >= 0)
+			n->ops->timer_arm(n->opaque, NHI_TIMER_COMPL, -1);
+		if (n->pace_timer_at >= 0)
+			n->ops->timer_arm(n->opaque, NHI_TIMER_TXPACE, -1);
+	}
+	n->compl_timer_at = -1;
+	n->pace_timer_at = -1;
+	n->e2e_seq_next = 0;
+	n->hrr_done_at = 0;
 	memset(n->int_enable, 0, sizeof(n->int_enable));
 	memset(n->int_status, 0, sizeof(n->int_status));
 	memset(n->int_missed, 0, sizeof(n->int_missed));
@@ -843,6 +1149,7 @@ void nhi_reset(struct nhi *n)
 {
 	nhi_log(n, NHI_LOG_TRACE, "reset");
 	nhi_regs_reset(n);
+	n->hrr_hold = false;
 	router_reset(n);
 }
 
@@ -872,6 +1179,10 @@ struct nhi *nhi_new(const struct nhi_config *cfg,
 	n->ops = ops;
 	n->opaque = opaque;
 	n->hops = n->p->hop_count;
+	n->irq_hops = n->p->hop_count_reported ? n->p->hop_count_reported :
+						   n->hops;
+	n->compl_timer_at = -1;
+	n->pace_timer_at = -1;
 	n->tx_credits = calloc(PATH_MAX_HOPS, sizeof(*n->tx_credits));
 	n->tx_credit_active = calloc(PATH_MAX_HOPS, 1);
 	if (!n->tx_credits || !n->tx_credit_active) {
@@ -905,4 +1216,145 @@ void nhi_set_trace(struct nhi *n, bool on)
 const struct nhi_stats *nhi_get_stats(const struct nhi *n)
 {
 	return &n->st;
+}
+
+/* ------------------------------------------------------------------ */
+/* fault hooks                                                          */
+
+int nhi_fault_set(struct nhi *n, enum nhi_fault_kind kind, unsigned int ring,
+		  uint64_t value)
+{
+	bool rx = ring & NHI_FAULT_RX;
+	unsigned int ri = ring & ~NHI_FAULT_RX;
+	struct nhi_ring *r;
+
+	if (kind == NHI_FAULT_CLEAR_ALL) {
+		for (unsigned int i = 0; i < NHI_MAX_HOPS; i++) {
+			nhi_fault_set(n, NHI_FAULT_CLEAR, i, 0);
+			nhi_fault_set(n, NHI_FAULT_CLEAR, i | NHI_FAULT_RX, 0);
+		}
+		return 0;
+	}
+	if (ri >= n->hops || (ring & ~(NHI_FAULT_RX | 0xffu)))
+		return -1;
+	r = rx ? &n->rx[ri] : &n->tx[ri];
+	switch (kind) {
+	case NHI_FAULT_CLEAR:
+		r->f_nth = r->f_every = r->f_count = 0;
+		r->f_delay_ns = 0;
+		break;
+	case NHI_FAULT_DROP_IRQ_NTH:
+		r->f_nth = value;
+		r->f_count = 0;
+		break;
+	case NHI_FAULT_DROP_IRQ_EVERY:
+		r->f_every = value;
+		r->f_count = 0;
+		break;
+	case NHI_FAULT_DELAY_US:
+		if (value > 60000000ull)
+			return -1;
+		r->f_delay_ns = (int64_t)value * 1000;
+		break;
+	default:
+		return -1;
+	}
+	nhi_log(n, NHI_LOG_INFO, "fault: %s ring %u kind %d value %llu",
+		rx ? "RX" : "TX", ri, (int)kind, (unsigned long long)value);
+	return 0;
+}
+
+static int fault_err(char *err, size_t errlen, const char *what,
+		     const char *word)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s '%s'", what, word);
+	return -1;
+}
+
+/* One command: "drop-irq|delay|clear" followed by key=value words. */
+static int fault_cmd(struct nhi *n, char *cmd, char *err, size_t errlen)
+{
+	char *save = NULL, *w = strtok_r(cmd, " \t", &save);
+	long long ring = -1;
+	unsigned long long nth = 0, every = 0, us = 0;
+	bool have_us = false;
+	const char *verb;
+
+	if (!w)
+		return 0; /* empty */
+	verb = w;
+	if (strcmp(verb, "clear") && strcmp(verb, "drop-irq") &&
+	    strcmp(verb, "delay"))
+		return fault_err(err, errlen, "unknown fault", verb);
+	while ((w = strtok_r(NULL, " \t", &save))) {
+		char *eq = strchr(w, '='), *end;
+		unsigned long long v;
+
+		if (!eq)
+			return fault_err(err, errlen, "expected key=value, got", w);
+		*eq = 0;
+		v = strtoull(eq + 1, &end, 0);
+		if (!eq[1] || *end)
+			return fault_err(err, errlen, "bad value for", w);
+		if (!strcmp(w, "tx") && v < NHI_MAX_HOPS)
+			ring = (long long)v;
+		else if (!strcmp(w, "rx") && v < NHI_MAX_HOPS)
+			ring = (long long)(v | NHI_FAULT_RX);
+		else if (!strcmp(w, "nth") && v)
+			nth = v;
+		else if (!strcmp(w, "every") && v)
+			every = v;
+		else if (!strcmp(w, "us")) {
+			us = v;
+			have_us = true;
+		} else
+			return fault_err(err, errlen, "bad argument", w);
+	}
+	if (!strcmp(verb, "clear")) {
+		if (ring < 0)
+			return nhi_fault_set(n, NHI_FAULT_CLEAR_ALL, 0, 0);
+		return nhi_fault_set(n, NHI_FAULT_CLEAR, (unsigned int)ring, 0) ?
+		       fault_err(err, errlen, "no such ring in", verb) : 0;
+	}
+	if (ring < 0)
+		return fault_err(err, errlen, "give tx=N or rx=N to", verb);
+	if (!strcmp(verb, "drop-irq")) {
+		if (!nth == !every)
+			return fault_err(err, errlen, "give one of nth=K, every=K to",
+					 verb);
+		if (nhi_fault_set(n, nth ? NHI_FAULT_DROP_IRQ_NTH :
+				  NHI_FAULT_DROP_IRQ_EVERY, (unsigned int)ring,
+				  nth ? nth : every))
+			return fault_err(err, errlen, "no such ring in", verb);
+		return 0;
+	}
+	/* delay */
+	{
+		if (!have_us)
+			return fault_err(err, errlen, "give us=N to", verb);
+		if (nhi_fault_set(n, NHI_FAULT_DELAY_US, (unsigned int)ring, us))
+			return fault_err(err, errlen, "bad ring or delay in", verb);
+	}
+	return 0;
+}
+
+int nhi_fault_parse(struct nhi *n, const char *text, char *err, size_t errlen)
+{
+	char buf[512], *save = NULL, *cmd;
+
+	if (!text)
+		return 0;
+	if (strlen(text) >= sizeof(buf))
+		return fault_err(err, errlen, "too long:", "fault");
+	memcpy(buf, text, strlen(text) + 1);
+	for (cmd = strtok_r(buf, ";", &save); cmd;
+	     cmd = strtok_r(NULL, ";", &save)) {
+		char one[512];
+
+		memcpy(one, cmd, strlen(cmd) + 1);
+		if (fault_cmd(n, one, err, errlen))
+			return -1;
+	}
+	return 0;
 }

@@ -21,6 +21,10 @@
 #define REG_INT_VEC_ALLOC     0x38c40u
 #define REG_HOP_COUNT         0x39640u
 #define REG_DMA_MISC          0x39864u
+#define REG_RESET             0x39898u
+#define REG_RESET_HRR         (1u << 0)
+#define REG_CAPS_VERSION_2    0x40u
+#define HRR_DURATION_NS       1000000LL /* HRR reads 1 this long */
 #define REG_INMAIL_DATA       0x39900u
 #define REG_INMAIL_CMD        0x39904u
 #define REG_OUTMAIL_CMD       0x3990cu
@@ -131,6 +135,15 @@ struct held_frame {
 	uint8_t data[];
 };
 
+/* A completion written back late (fault "delay", low-power RX bursts). */
+struct late_compl {
+	struct late_compl *next;
+	int64_t due;
+	uint64_t addr;        /* descriptor dword +8 */
+	uint32_t d8;
+	bool irq;
+};
+
 struct nhi_ring {
 	/* registers */
 	uint32_t base_lo, base_hi;
@@ -149,6 +162,19 @@ struct nhi_ring {
 	/* RX E2E credit bookkeeping towards the peer */
 	uint32_t credits_granted, credits_used;
 	bool faulted;
+	/* quirks */
+	unsigned int e2e_seq;      /* RX: order in which E2E was enabled */
+	unsigned int credit_msgs;  /* RX: credit grants sent since enable */
+	int64_t last_rx_ns;        /* RX: last completion (low-power entry) */
+	int64_t lp_until;          /* RX: low-power burst due; 0 = awake */
+	int64_t pace_next;         /* TX: ring_mbps budget */
+	bool stalled;              /* TX: waiting for credits */
+	/* faults */
+	uint64_t f_nth;            /* drop the f_nth-th IRQ from now; 0 off */
+	uint64_t f_every;          /* drop every f_every-th IRQ; 0 off */
+	uint64_t f_count;          /* IRQs counted since the fault was set */
+	int64_t f_delay_ns;        /* completion delay */
+	struct late_compl *late_head, *late_tail;
 };
 
 struct nhi {
@@ -173,6 +199,11 @@ struct nhi {
 
 	struct nhi_ring tx[NHI_MAX_HOPS];
 	struct nhi_ring rx[NHI_MAX_HOPS];
+	unsigned int irq_hops;      /* hop count as reported (IRQ bit layout) */
+	unsigned int e2e_seq_next;
+	int64_t compl_timer_at;     /* NHI_TIMER_COMPL deadline; -1 idle */
+	int64_t pace_timer_at;      /* NHI_TIMER_TXPACE deadline; -1 idle */
+	int64_t hrr_done_at;        /* REG_RESET.HRR reads 1 until then */
 
 	/* router */
 	uint32_t rtr[RTR_SPACE_DWORDS];
@@ -187,6 +218,8 @@ struct nhi {
 	uint8_t phys_lanes;
 	uint32_t phys_gbps;
 	uint64_t phys_peer_uid;
+	bool hrr_hold;              /* port retrains after HRR once enumerated */
+	uint8_t asym;               /* 0 symmetric, 1 this side TX x3, 2 RX x3 */
 	bool link_up;
 	uint8_t link_lanes;
 	uint32_t link_gbps;
@@ -217,6 +250,9 @@ void nhi_tx_kick_all(struct nhi *n);
 void nhi_e2e_update(struct nhi *n, unsigned int r);
 void nhi_e2e_update_all(struct nhi *n);
 bool nhi_ctl_rx_running(const struct nhi *n);
+/* E2E credit grant from the peer for link HopID `hop`: false if the
+ * profile's single-E2E-slot quirk drops it. */
+bool nhi_e2e_credit_accept(struct nhi *n, unsigned int hop, unsigned int credits);
 
 /* router.c */
 void router_init(struct nhi *n);
@@ -238,5 +274,9 @@ void router_ctl_ring_started(struct nhi *n);
 int router_in_hop_for_ring(const struct nhi *n, unsigned int r);
 void router_send_msg(struct nhi *n, uint16_t type, const void *body,
 		     uint32_t len, const void *extra, uint32_t extra_len);
+/* REG_RESET.HRR: host router reset; the port retrains once enumerated. */
+void router_host_reset(struct nhi *n);
+/* Output HopID of the path from NHI TX ring r, or -1. */
+int router_out_hop_for_ring(const struct nhi *n, unsigned int r);
 
 #endif

@@ -50,7 +50,34 @@ static const struct field fields[] = {
 	FLD("ba_max_hi", F_U16, ba_max_hi, 0xffff),
 	FLD("e2e_hold_frames", F_U16, e2e_hold_frames, 4096),
 	FLD("irq_throttle", F_U8, irq_throttle, 1),
+	FLD("caps_version", F_U8, caps_version, 0xff),
+	FLD("hop_count_reported", F_U8, hop_count_reported, NHI_MAX_HOPS),
+	FLD("hidden_hop_silent", F_U8, hidden_hop_silent, 1),
+	FLD("dma_misc_writable", F_U32, dma_misc_writable, 0xffffffff),
+	FLD("asym_capable", F_U8, asym_capable, 1),
+	FLD("e2e_rx_slots", F_U8, e2e_rx_slots, NHI_MAX_HOPS),
+	FLD("e2e_victim", F_U8, e2e_victim, 1),
+	FLD("e2e_reserved_hop", F_U16, e2e_reserved_hop, 2047),
+	FLD("ring_mbps", F_U32, ring_mbps, 1000000),
+	FLD("lowpower_idle_ms", F_U32, lowpower_idle_ms, 3600000),
+	FLD("lowpower_period_ms", F_U32, lowpower_period_ms, 3600000),
 };
+
+void nhi_profile_defaults(struct nhi_profile *p)
+{
+	p->caps_version = 0;
+	p->hop_count_reported = 0;
+	p->hidden_hop_silent = 0;
+	/* bit 2: Intel auto-clear; bit 17: disable auto-clear */
+	p->dma_misc_writable = (1u << 2) | (1u << 17);
+	p->asym_capable = 0;
+	p->e2e_rx_slots = 0;
+	p->e2e_victim = 0;
+	p->e2e_reserved_hop = 0;
+	p->ring_mbps = 0;
+	p->lowpower_idle_ms = 0;
+	p->lowpower_period_ms = 5000;
+}
 
 static void set_err(char *err, size_t errlen, const char *fmt, int line,
 		    const char *what)
@@ -154,6 +181,10 @@ int nhi_profile_validate(const struct nhi_profile *p, char *err, size_t errlen)
 		why = "pci_class missing";
 	else if (p->lane_gbps == 0)
 		why = "lane_gbps missing";
+	else if (p->hop_count_reported > p->hop_count)
+		why = "hop_count_reported exceeds hop_count";
+	else if (p->lowpower_idle_ms && !p->lowpower_period_ms)
+		why = "lowpower_idle_ms needs lowpower_period_ms";
 	if (why) {
 		if (err && errlen)
 			snprintf(err, errlen, "profile '%s': %s", p->name, why);
@@ -169,6 +200,7 @@ int nhi_profile_lookup(const char *name, struct nhi_profile *out)
 		if (strcmp(b->name, name))
 			continue;
 		memset(out, 0, sizeof(*out));
+		nhi_profile_defaults(out);
 		if (nhi_profile_parse(b->text, out, NULL, 0))
 			return -1;
 		return 0;

@@ -29,6 +29,19 @@
 #define PORT_CS19_DPR          (1u << 0)
 #define PORT_CS19_PC           (1u << 3)
 #define PORT_CS19_PID          (1u << 4)
+#define PORT_CS19_START_ASYM   (1u << 24)
+#define PORT_CS18_CSA          (1u << 22)
+#define LANE1_TGT_ASYM_SHIFT   6
+#define LANE1_TGT_ASYM_MASK    (0x3u << 6)
+
+/* LANE_ADP_CS_1 current speed codes and width encodings (USB4 v2) */
+#define SPEED_GEN2             0x8u
+#define SPEED_GEN3             0x4u
+#define SPEED_GEN4             0x2u
+#define WIDTH_SINGLE           1u
+#define WIDTH_DUAL             2u
+#define WIDTH_ASYM_TX          4u
+#define WIDTH_ASYM_RX          8u
 
 #define HOP_VALID              (1u << 31)
 #define HOP_PENDING            (1u << 28)
@@ -80,10 +93,27 @@ void router_send_msg(struct nhi *n, uint16_t type, const void *body,
 /* ------------------------------------------------------------------ */
 /* lanes                                                                */
 
+/* Target width, bits 5:4 (the USB4 v2 asymmetric target is bits 7:6). */
 static uint32_t lane_target_width(const struct nhi *n, unsigned int a)
 {
-	return (n->adp[a].cs[ADP_LANE_CAP + 1] & LANE1_TGT_WIDTH_MASK) >>
-	       LANE1_TGT_WIDTH_SHIFT;
+	return (n->adp[a].cs[ADP_LANE_CAP + 1] >> LANE1_TGT_WIDTH_SHIFT) & 3;
+}
+
+/* Current speed code for the trained rate: the profile's own code at its
+ * top rate, the USB4 codes below it (a retrain to a lower speed shows). */
+static uint32_t link_speed_code(const struct nhi *n)
+{
+	if (n->link_gbps >= n->p->lane_gbps)
+		return n->p->speed_code;
+	if (n->link_gbps >= 40)
+		return SPEED_GEN4;
+	return n->link_gbps >= 20 ? SPEED_GEN3 : SPEED_GEN2;
+}
+
+/* Gen 4 links train bonded (both lanes, no bonding handshake). */
+static bool link_gen4(const struct nhi *n)
+{
+	return n->link_up && link_speed_code(n) == SPEED_GEN4;
 }
 
 static bool lane_disabled(const struct nhi *n, unsigned int a)
@@ -93,6 +123,8 @@ static bool lane_disabled(const struct nhi *n, unsigned int a)
 
 static bool link_bonded(const struct nhi *n)
 {
+	if (link_gen4(n))
+		return n->p->lanes >= 2 && n->link_lanes >= 2;
 	return n->link_up && n->p->lanes >= 2 && n->link_lanes >= 2 &&
 	       n->peer_lane_valid && lane_target_width(n, ADP_LANE0) == 3 &&
 	       !lane_disabled(n, ADP_LANE1) && n->peer_lane.target_width == 3 &&
@@ -111,8 +143,18 @@ static uint32_t lane_cs1_read(const struct nhi *n, unsigned int a)
 	else
 		state = LS_CLD;
 	if (state == LS_CL0) {
-		speed = n->p->speed_code;
-		width = link_bonded(n) ? 2 : 1;
+		uint8_t peer_asym = n->peer_lane_valid ?
+				    (n->peer_lane.target_width >> 2) & 3 : 0;
+
+		speed = link_speed_code(n);
+		width = link_bonded(n) ? WIDTH_DUAL : WIDTH_SINGLE;
+		if (width == WIDTH_DUAL && link_gen4(n)) {
+			/* asymmetric: 3 transmitters on one side */
+			if (n->asym == 1 || peer_asym == 2)
+				width = WIDTH_ASYM_TX;
+			else if (n->asym == 2 || peer_asym == 1)
+				width = WIDTH_ASYM_RX;
+		}
 	}
 	return v | speed << LANE1_CUR_SPEED_SHIFT |
 	       width << LANE1_CUR_WIDTH_SHIFT | state << LANE1_STATE_SHIFT;
@@ -123,7 +165,10 @@ static void send_lane_info(struct nhi *n)
 	struct odl_link_lane l;
 
 	memset(&l, 0, sizeof(l));
-	l.target_width = (uint8_t)lane_target_width(n, ADP_LANE0);
+	/* bits 1:0 the target width; bits 3:2 the asymmetric direction this
+	 * side runs (1: it transmits on three lanes, 2: it receives on three) */
+	l.target_width = (uint8_t)(lane_target_width(n, ADP_LANE0) |
+				   (uint32_t)n->asym << 2);
 	l.lane1_enabled = lane_present(n, ADP_LANE1) &&
 			  !lane_disabled(n, ADP_LANE1);
 	l.bonded = !!(n->adp[ADP_LANE0].cs[ADP_LANE_CAP + 1] & LANE1_LB);
@@ -271,7 +316,8 @@ static void credits_reset(struct nhi *n)
 /* Downstream port reset (PORT_CS_19.DPR) holds the port's link down. */
 static bool port_in_reset(const struct nhi *n)
 {
-	return n->adp[ADP_LANE0].cs[ADP_USB4_CAP + 0x13] & PORT_CS19_DPR;
+	return (n->adp[ADP_LANE0].cs[ADP_USB4_CAP + 0x13] & PORT_CS19_DPR) ||
+	       n->hrr_hold;
 }
 
 /*
@@ -296,6 +342,8 @@ static void link_apply(struct nhi *n)
 	n->link_lanes = lanes;
 	n->link_gbps = gbps;
 	n->peer_uid = up ? n->phys_peer_uid : 0;
+	/* a link trains symmetric; asymmetry is asked for afterwards */
+	n->asym = 0;
 	if (!up)
 		n->peer_lane_valid = false;
 	credits_reset(n);
@@ -364,8 +412,16 @@ static void rtr_write(struct nhi *n, unsigned int off, uint32_t v)
 					   RTR_CS1_DEPTH_MASK)) |
 			    (v & (RTR_CS1_UPSTREAM_MASK | RTR_CS1_DEPTH_MASK));
 		return;
-	case 2:
 	case 3:
+		n->rtr[3] = v;
+		if ((v & RTR_CS3_VALID) && n->hrr_hold) {
+			/* enumerated after a host router reset: the port
+			 * trains now and reports it with a plug event */
+			n->hrr_hold = false;
+			link_apply(n);
+		}
+		return;
+	case 2:
 	case 5:
 		n->rtr[off] = v;
 		return;
@@ -434,6 +490,20 @@ static void adp_write(struct nhi *n, unsigned int a, unsigned int off,
 	} else if (off == ADP_USB4_CAP + 0x13) {
 		cs[off] = v & (PORT_CS19_DPR | PORT_CS19_PC | PORT_CS19_PID |
 			       7u << 16);
+		if ((v & PORT_CS19_START_ASYM) && n->p->asym_capable &&
+		    link_gen4(n) && link_bonded(n)) {
+			/* symmetry change per the asymmetric target width;
+			 * completes at once (START_ASYM and PORT_CS_18.TIP
+			 * read 0), the partner is told over the link */
+			uint32_t t = (cs[ADP_LANE_CAP + 1] & LANE1_TGT_ASYM_MASK) >>
+				     LANE1_TGT_ASYM_SHIFT;
+
+			n->asym = t == 1 ? 1 : t == 2 ? 2 : 0;
+			nhi_log(n, NHI_LOG_INFO, "link %s", n->asym == 1 ?
+				"asymmetric, 3 lanes transmit" : n->asym == 2 ?
+				"asymmetric, 3 lanes receive" : "symmetric");
+			send_lane_info(n);
+		}
 		link_apply(n);
 	}
 }
@@ -478,6 +548,17 @@ static void path_write(struct nhi *n, unsigned int a, unsigned int off,
 			}
 		}
 	}
+}
+
+int router_out_hop_for_ring(const struct nhi *n, unsigned int r)
+{
+	const struct adapter *nh = &n->adp[ADP_NHI];
+	uint32_t d;
+
+	if (r > nh->max_hop)
+		return -1;
+	d = nh->path[r].dw0;
+	return (d & HOP_VALID) ? (int)(d & 0x7ff) : -1;
 }
 
 int router_in_hop_for_ring(const struct nhi *n, unsigned int r)
@@ -822,6 +903,11 @@ void router_cable_msg(struct nhi *n, uint16_t type, const uint8_t *body,
 		memcpy(&c, body, sizeof(c));
 		if (c.hopid >= PATH_MAX_HOPS)
 			break;
+		if (!nhi_e2e_credit_accept(n, c.hopid, c.credits)) {
+			/* credit-controlled from now on, with nothing to spend */
+			n->tx_credit_active[c.hopid] = 1;
+			return;
+		}
 		v = (uint32_t)n->tx_credits[c.hopid] + c.credits;
 		n->tx_credits[c.hopid] = v > 0xffff ? 0xffff : (uint16_t)v;
 		n->tx_credit_active[c.hopid] = 1;
@@ -876,6 +962,7 @@ void router_reset(struct nhi *n)
 	n->rtr[1] = RTR_TMU_CAP | ADP_NHI << RTR_CS1_UPSTREAM_SHIFT |
 		    (NUM_ADAPTERS - 1) << 14 | (uint32_t)p->router_revision << 24;
 	n->rtr[4] = (uint32_t)p->usb4_version << 24;
+	n->asym = 0;
 	n->rtr[7] = (uint32_t)n->cfg.uid;
 	n->rtr[8] = (uint32_t)(n->cfg.uid >> 32);
 	n->rtr[RTR_TMU_CAP] = 0x03u << 8;
@@ -910,12 +997,24 @@ void router_reset(struct nhi *n)
 				       1u << LANE1_TGT_WIDTH_SHIFT;
 		/* two control-path buffers on HopID 0 */
 		ad->path[0].dw0 = 2u << 17;
-		if (a == ADP_LANE0)
+		if (a == ADP_LANE0) {
 			cs[ADP_USB4_CAP] = 0x06u << 8;
+			if (p->asym_capable)
+				cs[ADP_USB4_CAP + 0x12] = PORT_CS18_CSA;
+		}
 	}
 	credits_reset(n);
 	n->peer_lane_valid = n->peer_lane_valid && n->link_up;
 	if (n->link_up)
 		send_lane_info(n);
 	link_apply(n); /* a port held in reset is released */
+}
+
+void router_host_reset(struct nhi *n)
+{
+	/* the router and its adapters return to their power-on state; the
+	 * USB4 port retrains, and a router that no connection manager has
+	 * enumerated yet does not train it (docs/profiles.md) */
+	n->hrr_hold = true;
+	router_reset(n);
 }

@@ -33,7 +33,9 @@ enum nhi_log_level {
 enum nhi_timer {
 	NHI_TIMER_HOTPLUG = 0, /* re-send unacknowledged plug events */
 	NHI_TIMER_IRQ0 = 1,    /* ..+15: end of a vector's throttling interval */
-	NHI_TIMER_COUNT = NHI_TIMER_IRQ0 + 16
+	NHI_TIMER_COMPL = NHI_TIMER_IRQ0 + 16, /* delayed/coalesced completions */
+	NHI_TIMER_TXPACE,      /* per-ring DMA rate ceiling (ring_mbps) */
+	NHI_TIMER_COUNT
 };
 
 struct nhi_host_ops {
@@ -83,6 +85,21 @@ struct nhi_profile {
 	uint16_t ba_max_hi;           /* BUFFER_ALLOC baMaxHI */
 	uint16_t e2e_hold_frames;     /* frames held for a full E2E RX ring */
 	uint8_t irq_throttle;         /* honour REG_INT_THROTTLE (coalescing) */
+	/* ---- quirk switches (docs/profiles.md); nhi_profile_defaults() ---- */
+	uint8_t caps_version;         /* REG_CAPS bits 23:16; >= 0x40: USB4 v2
+				       * host, REG_RESET (host router reset) */
+	uint8_t hop_count_reported;   /* REG_CAPS hop count; 0 = hop_count */
+	uint8_t hidden_hop_silent;    /* rings >= reported count raise no IRQ */
+	uint32_t dma_misc_writable;   /* writable DMA_MISC bits */
+	uint8_t asym_capable;         /* PORT_CS_18.CSA: 120/40 asymmetric */
+	uint8_t e2e_rx_slots;         /* E2E RX rings that work; 0 = any */
+	uint8_t e2e_victim;           /* 0: all E2E TX paths, 1: the second */
+	uint16_t e2e_reserved_hop;    /* QUIRK_E2E: credit-return HopID that
+				       * must be used; 0 = no such quirk */
+	uint32_t ring_mbps;           /* per-ring TX DMA ceiling; 0 = none */
+	uint32_t lowpower_idle_ms;    /* RX ring idle this long -> low power;
+				       * 0 = never */
+	uint32_t lowpower_period_ms;  /* low-power RX completion burst period */
 };
 
 struct nhi_config {
@@ -104,6 +121,28 @@ struct nhi_stats {
 	uint64_t ctl_bad_crc;
 	uint64_t rx_overflow;
 	uint64_t e2e_held, credits_sent, credits_rcvd;
+	/* quirks and faults: how often each fired */
+	uint64_t irq_dropped;         /* completion interrupts dropped (fault) */
+	uint64_t compl_delayed;       /* completions held back (fault, low power) */
+	uint64_t e2e_credits_dropped; /* grants lost to the single-E2E limit */
+	uint64_t e2e_wedged;          /* TX descriptors stuck for lack of credit
+				       * while grants were being dropped */
+	uint64_t e2e_rx_lost;         /* frames lost to QUIRK_E2E misuse */
+	uint64_t tx_paced;            /* TX kicks deferred by ring_mbps */
+	uint64_t lowpower_bursts;     /* coalesced low-power RX bursts */
+	uint64_t host_resets;         /* REG_RESET host router resets */
+};
+
+/* Run-time fault hooks (docs/profiles.md "Fault hooks"). `ring` is a TX
+ * ring number, or NHI_FAULT_RX | n for RX ring n. Deterministic: counted
+ * from the moment the fault is set, on the virtual clock. */
+#define NHI_FAULT_RX 0x100u
+enum nhi_fault_kind {
+	NHI_FAULT_CLEAR = 0,       /* remove every fault of `ring` */
+	NHI_FAULT_DROP_IRQ_NTH,    /* drop the value-th completion IRQ from now */
+	NHI_FAULT_DROP_IRQ_EVERY,  /* drop every value-th completion IRQ */
+	NHI_FAULT_DELAY_US,        /* completions written back value us late */
+	NHI_FAULT_CLEAR_ALL,       /* remove every fault of every ring */
 };
 
 struct nhi;
@@ -132,7 +171,18 @@ void nhi_reset(struct nhi *n);
 void nhi_set_trace(struct nhi *n, bool on);
 const struct nhi_stats *nhi_get_stats(const struct nhi *n);
 
+/* Fault hooks. Returns 0, or -1 for a bad ring or kind. */
+int nhi_fault_set(struct nhi *n, enum nhi_fault_kind kind, unsigned int ring,
+		  uint64_t value);
+/* Text form for embeddings: "drop-irq tx=N|rx=N nth=K", "drop-irq
+ * rx=N every=K", "delay tx=N|rx=N us=U", "clear [tx=N|rx=N]". Several
+ * commands may be separated by ';'. Returns 0, or -1 with a message. */
+int nhi_fault_parse(struct nhi *n, const char *text, char *err,
+		    size_t errlen);
+
 /* Profiles. */
+/* Defaults of the quirk switches (a profile text need not name them). */
+void nhi_profile_defaults(struct nhi_profile *p);
 int nhi_profile_lookup(const char *name, struct nhi_profile *out);
 /* Parse "key = value" lines onto *out (which holds defaults). Returns 0,
  * or -1 with a message naming the line in err. */

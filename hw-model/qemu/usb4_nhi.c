@@ -12,6 +12,10 @@
  *   profile=<name|path.profile>  controller profile (default "generic")
  *   uid=<u64>         host router UID (default: random, non-zero)
  *   trace=on|off      log every register access and packet to stderr
+ *   fault=<text>      run-time fault hooks of the core, also settable on a
+ *                     running device: qom-set <path> fault "drop-irq rx=1
+ *                     nth=3" (see docs/profiles.md, "Fault hooks")
+ *   stats             (read-only) the core's counters, "key=value ..."
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -64,6 +68,7 @@ struct USB4NHIState {
     char *profile_name;
     uint64_t uid;
     bool trace;
+    char *fault;              /* last fault command (applied at realize) */
 };
 
 /* ---- host services for the core ---- */
@@ -286,6 +291,56 @@ static bool nhi_q_load_profile(USB4NHIState *s, Error **errp)
     return true;
 }
 
+/* ---- fault hooks and counters (QOM, reachable with qom-set/qom-get) ---- */
+
+static char *nhi_q_get_fault(Object *obj, Error **errp)
+{
+    USB4NHIState *s = USB4_NHI(obj);
+
+    return g_strdup(s->fault ? s->fault : "");
+}
+
+static void nhi_q_set_fault(Object *obj, const char *value, Error **errp)
+{
+    USB4NHIState *s = USB4_NHI(obj);
+    char err[256];
+
+    if (s->core && nhi_fault_parse(s->core, value, err, sizeof(err))) {
+        error_setg(errp, "usb4-nhi: fault: %s", err);
+        return;
+    }
+    g_free(s->fault);
+    s->fault = g_strdup(value);
+}
+
+static char *nhi_q_get_stats(Object *obj, Error **errp)
+{
+    USB4NHIState *s = USB4_NHI(obj);
+    const struct nhi_stats *st;
+
+    if (!s->core) {
+        return g_strdup("");
+    }
+    st = nhi_get_stats(s->core);
+    return g_strdup_printf(
+        "tx_frames=%" PRIu64 " rx_frames=%" PRIu64 " interrupts=%" PRIu64
+        " rx_dropped=%" PRIu64 " tx_dropped=%" PRIu64
+        " irq_dropped=%" PRIu64 " compl_delayed=%" PRIu64
+        " e2e_credits_dropped=%" PRIu64 " e2e_wedged=%" PRIu64
+        " e2e_rx_lost=%" PRIu64 " tx_paced=%" PRIu64
+        " lowpower_bursts=%" PRIu64 " host_resets=%" PRIu64,
+        st->tx_frames, st->rx_frames, st->interrupts, st->rx_dropped,
+        st->tx_dropped, st->irq_dropped, st->compl_delayed,
+        st->e2e_credits_dropped, st->e2e_wedged, st->e2e_rx_lost,
+        st->tx_paced, st->lowpower_bursts, st->host_resets);
+}
+
+static void usb4_nhi_instance_init(Object *obj)
+{
+    object_property_add_str(obj, "fault", nhi_q_get_fault, nhi_q_set_fault);
+    object_property_add_str(obj, "stats", nhi_q_get_stats, NULL);
+}
+
 /* ---- PCI ---- */
 
 static void usb4_nhi_realize(PCIDevice *pdev, Error **errp)
@@ -360,6 +415,13 @@ static void usb4_nhi_realize(PCIDevice *pdev, Error **errp)
         return;
     }
 
+    if (s->fault && nhi_fault_parse(s->core, s->fault, err, sizeof(err))) {
+        error_setg(errp, "usb4-nhi: fault: %s", err);
+        nhi_free(s->core);
+        s->core = NULL;
+        return;
+    }
+
     if (qemu_chr_fe_backend_connected(&s->cable)) {
         qemu_chr_fe_set_handlers(&s->cable, nhi_q_can_receive, nhi_q_receive,
                                  nhi_q_event, NULL, s, NULL, true);
@@ -379,6 +441,8 @@ static void usb4_nhi_exit(PCIDevice *pdev)
     }
     nhi_free(s->core);
     s->core = NULL;
+    g_free(s->fault);
+    s->fault = NULL;
     if (s->bh) {
         qemu_bh_delete(s->bh);
         s->bh = NULL;
@@ -440,6 +504,7 @@ static const TypeInfo usb4_nhi_info = {
     .name = TYPE_USB4_NHI,
     .parent = TYPE_PCI_DEVICE,
     .instance_size = sizeof(USB4NHIState),
+    .instance_init = usb4_nhi_instance_init,
     .class_init = usb4_nhi_class_init,
     .interfaces = (InterfaceInfo[]) {
         { INTERFACE_CONVENTIONAL_PCI_DEVICE },

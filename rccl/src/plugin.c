@@ -831,6 +831,23 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	snprintf(d->spec, sizeof(d->spec), "%s", spec);
 	odl_tb5_open_opts_init(&o);
 	o.port = g_port;
+	chunk = env_long("ODL_TB5_RCCL_CHUNK", DEFAULT_CHUNK, 4096, 16L << 20);
+	chunk = (chunk + 4095) & ~4095L;
+	d->ntx = (uint32_t)env_long("ODL_TB5_RCCL_NTX", DEFAULT_NTX, 2, 256);
+	d->nrx = (uint32_t)env_long("ODL_TB5_RCCL_NRX", DEFAULT_NRX, 2, 256);
+	if (strncmp(spec, "shm:", 4) != 0) {
+		/* kernel backend: each staging area must fit in one driver buffer
+		 * (opts.ring_bytes, default 8 MiB, at most 64 MiB) */
+		uint64_t need = (uint64_t)chunk * (d->ntx > d->nrx ? d->ntx : d->nrx);
+
+		if (need > (64ull << 20)) {
+			d->ntx = d->ntx * (uint64_t)chunk > (64ull << 20) ? (uint32_t)((64ull << 20) / chunk) : d->ntx;
+			d->nrx = d->nrx * (uint64_t)chunk > (64ull << 20) ? (uint32_t)((64ull << 20) / chunk) : d->nrx;
+			need = 64ull << 20;
+		}
+		if (need > (8ull << 20))
+			o.ring_bytes = need;
+	}
 	rc = odl_tb5_open(spec, &o, &d->h);
 	if (rc < 0) {
 		INFO("cannot open device '%s' port %u: %s", spec, g_port, odl_tb5_strerror(rc));
@@ -839,12 +856,9 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	rc = odl_tb5_info(d->h, &d->info);
 	if (rc < 0)
 		goto fail;
-	chunk = env_long("ODL_TB5_RCCL_CHUNK", DEFAULT_CHUNK, 4096, 64L << 20);
 	if (d->info.max_msg_size && (uint64_t)chunk > d->info.max_msg_size)
 		chunk = (long)d->info.max_msg_size;
 	d->slot = (uint32_t)chunk;
-	d->ntx = (uint32_t)env_long("ODL_TB5_RCCL_NTX", DEFAULT_NTX, 2, 256);
-	d->nrx = (uint32_t)env_long("ODL_TB5_RCCL_NRX", DEFAULT_NRX, 2, 256);
 	if (d->info.tx_depth && d->ntx > d->info.tx_depth)
 		d->ntx = d->info.tx_depth;
 	if (d->info.rx_depth && d->nrx > d->info.rx_depth)

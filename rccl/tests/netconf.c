@@ -20,13 +20,25 @@
  *                                        own discovery; OOB over TCP
  *   netconf --load-only                  loader rules + table checks + init, one
  *                                        process (the "fresh process" test)
+ *   netconf --rank R ... --bench BYTES   all-reduce benchmark instead of the
+ *                                        conformance sequence (see bench_allreduce)
  * Options: --api N (7..10, default newest exported), --flavour nccl|rccl
  *          (file-name rule; default rccl), --quick (sizes up to 4 MiB),
- *          --max-size BYTES, --timeout SEC (spawn mode, default 300).
+ *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
+ *          --deadline SEC (per operation, default 30), --call-bound SEC (how
+ *          long a non-blocking call may take, default 0.25), --iters N and
+ *          --slice BYTES (--bench).
  * Output: TAP lines "ok N - rankR: name" / "not ok ...".
+ *
+ * Built with -DNETCONF_STATIC (netconf.static, for the busybox guests, which
+ * have no shared libc) the plugin's objects are linked in and the tables are
+ * taken from the exported ncclNetPlugin_vN symbols directly instead of
+ * dlopen()/dlsym(); everything after the lookup is the same code.
  */
 #include <arpa/inet.h>
+#ifndef NETCONF_STATIC
 #include <dlfcn.h>
+#endif
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -163,6 +175,47 @@ static int g_api;
 static const void *g_tab;
 static char g_libname[512];
 
+#ifdef NETCONF_STATIC
+/* the plugin is linked in: its exported tables, looked up by name */
+extern const ncclNet_v7_t ncclNetPlugin_v7;
+extern const ncclNet_v8_t ncclNetPlugin_v8;
+extern const ncclNet_v9_t ncclNetPlugin_v9;
+extern const ncclNet_v10_t ncclNetPlugin_v10;
+/* weak: a plain net plugin must not define these (checked by t_table) */
+#define WEAK_COLLNET(v) extern const char ncclCollNetPlugin_v##v __attribute__((weak));
+WEAK_COLLNET(7) WEAK_COLLNET(8) WEAK_COLLNET(9) WEAK_COLLNET(10) WEAK_COLLNET(11) WEAK_COLLNET(12)
+static const struct {
+	const char *name;
+	const void *p;
+} g_syms[] = {
+	{ "ncclNetPlugin_v7", &ncclNetPlugin_v7 },
+	{ "ncclNetPlugin_v8", &ncclNetPlugin_v8 },
+	{ "ncclNetPlugin_v9", &ncclNetPlugin_v9 },
+	{ "ncclNetPlugin_v10", &ncclNetPlugin_v10 },
+	{ "ncclCollNetPlugin_v7", &ncclCollNetPlugin_v7 },
+	{ "ncclCollNetPlugin_v8", &ncclCollNetPlugin_v8 },
+	{ "ncclCollNetPlugin_v9", &ncclCollNetPlugin_v9 },
+	{ "ncclCollNetPlugin_v10", &ncclCollNetPlugin_v10 },
+	{ "ncclCollNetPlugin_v11", &ncclCollNetPlugin_v11 },
+	{ "ncclCollNetPlugin_v12", &ncclCollNetPlugin_v12 },
+};
+
+static void *find_sym(const char *name)
+{
+	for (unsigned i = 0; i < sizeof(g_syms) / sizeof(g_syms[0]); i++)
+		if (strcmp(g_syms[i].name, name) == 0)
+			return (void *)g_syms[i].p;
+	return NULL;
+}
+
+static void *load_plugin(void)
+{
+	snprintf(g_libname, sizeof(g_libname), "(linked in: netconf.static)");
+	return &g_libname; /* any non-NULL handle */
+}
+#else
+static void *find_sym(const char *name) { return dlsym(g_lib, name); }
+
 static void *load_plugin(void)
 {
 	const char *x = getenv("NCCL_NET_PLUGIN");
@@ -185,6 +238,7 @@ static void *load_plugin(void)
 	snprintf(g_libname, sizeof(g_libname), "%s", name);
 	return h;
 }
+#endif
 
 static void pick_table(int want)
 {
@@ -194,7 +248,7 @@ static void pick_table(int want)
 		if (want && v != want)
 			continue;
 		snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
-		g_tab = dlsym(g_lib, sym);
+		g_tab = find_sym(sym);
 		if (g_tab) {
 			g_api = v;
 			return;
@@ -318,7 +372,7 @@ static ncclResult_t n_closeListen(void *c) { return T7->closeListen(c); }
 /* ------------------------------------------------------------------ */
 /* helpers: timed calls, connection set-up like the proxy */
 
-#define CALL_BOUND_S 0.25 /* a non-blocking call must return within this */
+static double g_call_bound_s = 0.25; /* a non-blocking call must return within this */
 static double g_deadline_s = 30.0;
 static int g_dev;
 
@@ -327,7 +381,7 @@ static int g_dev;
 		double t0_ = now_s();                                                  \
 		ncclResult_t r_ = (expr);                                              \
 		double dt_ = now_s() - t0_;                                            \
-		CHECK(dt_ < CALL_BOUND_S, "%s blocked for %.3f s", what, dt_);         \
+		CHECK(dt_ < g_call_bound_s, "%s blocked for %.3f s", what, dt_);         \
 		r_;                                                                    \
 	})
 
@@ -513,12 +567,12 @@ static void t_table(void)
 	for (int v = 7; v <= 12; v++) {
 		char s[64];
 		snprintf(s, sizeof(s), "ncclCollNetPlugin_v%d", v);
-		CHECK(!dlsym(g_lib, s), "exports %s (a plain net plugin must not)", s);
+		CHECK(!find_sym(s), "exports %s (a plain net plugin must not)", s);
 	}
 	for (int v = 7; v <= 10; v++) {
 		char s[64];
 		snprintf(s, sizeof(s), "ncclNetPlugin_v%d", v);
-		const ncclNet_v7_t *tv = dlsym(g_lib, s);
+		const ncclNet_v7_t *tv = find_sym(s);
 		CHECK(tv && tv->name && strcmp(tv->name, t->name) == 0 && tv->test && tv->isend,
 		      "table %s missing or incomplete", s);
 	}
@@ -1251,6 +1305,149 @@ static void t_collectives(void)
 	barrier();
 }
 
+/* ---- all-reduce benchmark (--bench BYTES) ---------------------------- */
+
+static size_t g_bench_bytes;
+static int g_bench_iters = 5;
+static size_t g_bench_slice = 512u << 10;
+
+/* Send n bytes from sp to the peer and receive n bytes from it into rp, in
+ * slices with up to 8 in flight each way (NCCL_STEPS), straight from/into the
+ * registered user buffers. With red != NULL every received slice is added
+ * (int32) into red as soon as it completes, overlapping the rest of the
+ * transfer. */
+static void bench_step(void *s, void *r, void *smh, void *rmh, const char *sp, char *rp, size_t n,
+		       int32_t *red)
+{
+	const size_t slice = g_bench_slice;
+	size_t soff = 0, roff = 0, sdone = 0, rdone = 0;
+	void *sq[8], *rq[8];
+	size_t slen[8], rat[8];
+	int sh = 0, st = 0, rh = 0, rt = 0;
+	double t0 = now_s();
+
+	while (sdone < n || rdone < n) {
+		while (st - sh < 8 && soff < n) {
+			size_t k = n - soff < slice ? n - soff : slice;
+			void *req = NULL;
+			OKR(n_isend(s, (void *)(sp + soff), k, g_rank, smh, &req), "isend");
+			if (!req)
+				break;
+			sq[st % 8] = req;
+			slen[st % 8] = k;
+			soff += k;
+			st++;
+		}
+		while (rt - rh < 8 && roff < n) {
+			size_t k = n - roff < slice ? n - roff : slice;
+			void *d[1] = { rp + roff }, *mh[1] = { rmh }, *req = NULL;
+			int tag = 1 - g_rank;
+			OKR(n_irecv(r, 1, d, &k, &tag, mh, &req), "irecv");
+			if (!req)
+				break;
+			rq[rt % 8] = req;
+			rat[rt % 8] = roff;
+			roff += k;
+			rt++;
+		}
+		int progressed = 0;
+		while (sh < st) {
+			int done = 0, sz = -1;
+			OKR(n_test(sq[sh % 8], &done, &sz), "test(send)");
+			if (!done)
+				break;
+			CHECK((size_t)sz == slen[sh % 8], "bench send size %d", sz);
+			sdone += slen[sh % 8];
+			sh++;
+			progressed = 1;
+		}
+		while (rh < rt) {
+			int done = 0, sz = -1;
+			OKR(n_test(rq[rh % 8], &done, &sz), "test(recv)");
+			if (!done)
+				break;
+			size_t at = rat[rh % 8];
+			if (red) {
+				const int32_t *in = (const int32_t *)(rp + at);
+				int32_t *out = red + at / 4;
+				for (size_t i = 0; i < (size_t)sz / 4; i++)
+					out[i] += in[i];
+			}
+			rdone += (size_t)sz;
+			rh++;
+			progressed = 1;
+		}
+		CHECK(now_s() - t0 < g_deadline_s, "bench step stuck (sent %zu/%zu, received %zu/%zu)",
+		      sdone, n, rdone, n);
+		if (!progressed)
+			poll_pause();
+	}
+}
+
+/* Two-rank ring all-reduce (int32 sum) of g_bench_bytes (rounded down to a
+ * multiple of 8): reduce-scatter then
+ * all-gather, each one pipelined step. busbw = S * 2(n-1)/n / t (= S / t for
+ * two ranks), the figure nccl-tests reports; t is the slower rank's time. */
+static void bench_allreduce(void)
+{
+	size_t count = g_bench_bytes / 8 * 2, half = count / 2; /* two equal chunks */
+	size_t bytes = count * 4;
+	int32_t *x = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+	int32_t *tmp = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+	void *s, *r, *smh, *rmh, *tmh;
+	double best = 0, sum = 0;
+
+	CHECK(x && tmp && count >= 2, "bench: out of memory or size too small");
+	memset(tmp, 0, bytes);
+	setup_pair(&s, &r);
+	/* x is both sent from (s) and received into (r); tmp only received into */
+	OKR(n_regmr(s, x, bytes, NCCL_PTR_HOST, &smh), "regMr");
+	OKR(n_regmr(r, x, bytes, NCCL_PTR_HOST, &rmh), "regMr");
+	OKR(n_regmr(r, tmp, bytes, NCCL_PTR_HOST, &tmh), "regMr");
+	/* chunk c = [c*half, (c+1)*half); rank k owns (reduces) chunk k */
+	size_t mine_at = (size_t)g_rank * half, other_at = (size_t)(1 - g_rank) * half;
+	for (int it = -1; it < g_bench_iters; it++) { /* it = -1: warm-up */
+		for (size_t i = 0; i < count; i++)
+			x[i] = (int32_t)((g_rank + 1) * (int)(i % 1000) + it);
+		barrier();
+		double t0 = now_s();
+		/* reduce-scatter: send my copy of the peer's chunk, reduce the
+		 * peer's copy of my chunk into mine as its slices arrive */
+		bench_step(s, r, smh, tmh, (char *)(x + other_at), (char *)(tmp + mine_at), half * 4,
+			   x + mine_at);
+		/* all-gather: send my reduced chunk, receive the peer's reduced one */
+		bench_step(s, r, smh, rmh, (char *)(x + mine_at), (char *)(x + other_at), half * 4,
+			   NULL);
+		double dt = now_s() - t0;
+		uint64_t ns = (uint64_t)(dt * 1e9), peer = exchange_u64(ns);
+		dt = (double)(ns > peer ? ns : peer) * 1e-9;
+		for (size_t i = 0; i < count; i++) {
+			int32_t want = (int32_t)(3 * (int)(i % 1000) + 2 * it);
+			CHECK(x[i] == want, "all-reduce element %zu = %d want %d (iteration %d)", i, x[i],
+			      want, it);
+		}
+		double bw = (double)bytes / dt / 1e9;
+		if (it >= 0) {
+			sum += bw;
+			best = bw > best ? bw : best;
+		}
+		say("# bench iteration %d: %zu bytes in %.3f s, busbw %.3f GB/s (%.3f Gb/s)%s\n", it,
+		    bytes, dt, bw, bw * 8, it < 0 ? " (warm-up)" : "");
+	}
+	barrier();
+	OKR(n_deregmr(s, smh), "deregMr");
+	OKR(n_deregmr(r, rmh), "deregMr");
+	OKR(n_deregmr(r, tmh), "deregMr");
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	free(x);
+	free(tmp);
+	say("# bench {\"op\":\"allreduce\",\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
+	    "\"iters\":%d,\"slice\":%zu,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f}\n",
+	    bytes, g_bench_iters, g_bench_slice, g_api, sum / g_bench_iters * 8, best * 8);
+	pass("all-reduce benchmark, every iteration verified");
+}
+
 static void run_rank(int want_api)
 {
 	g_lib = load_plugin();
@@ -1259,6 +1456,12 @@ static void run_rank(int want_api)
 	int ndev = t_init_props();
 	const char *d = getenv("NETCONF_DEV");
 	g_dev = d ? atoi(d) : 0;
+	if (g_bench_bytes) {
+		barrier();
+		bench_allreduce();
+		barrier();
+		return;
+	}
 	t_bad_calls(ndev);
 	barrier();
 	t_handshake();
@@ -1331,8 +1534,22 @@ static int tcp_oob(const char *listen_port, const char *connect_to)
 		colon = strrchr(host, ':');
 		CHECK(colon, "--oob-connect HOST:PORT");
 		*colon = 0;
-		CHECK(getaddrinfo(host, colon + 1, &hints, &ai) == 0, "resolve %s", host);
-		for (int k = 0; k < 300; k++) {
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_port = htons((uint16_t)atoi(colon + 1)) };
+		struct addrinfo numeric = { .ai_family = AF_INET, .ai_addr = (void *)&sin,
+					    .ai_addrlen = sizeof(sin) };
+		if (inet_pton(AF_INET, host, &sin.sin_addr) == 1) {
+			ai = &numeric; /* no resolver: the static guest build has no NSS */
+		} else {
+#ifdef NETCONF_STATIC
+			(void)hints;
+			FAILF("--oob-connect needs a numeric IPv4 address in the static build");
+#else
+			CHECK(getaddrinfo(host, colon + 1, &hints, &ai) == 0, "resolve %s", host);
+#endif
+		}
+		/* the peer may start later: retry for up to a minute */
+		for (int k = 0; k < 600; k++) {
 			fd = socket(ai->ai_family, SOCK_STREAM, 0);
 			if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 				break;
@@ -1340,7 +1557,10 @@ static int tcp_oob(const char *listen_port, const char *connect_to)
 			fd = -1;
 			sleep_ms(100);
 		}
-		freeaddrinfo(ai);
+#ifndef NETCONF_STATIC
+		if (ai != &numeric)
+			freeaddrinfo(ai);
+#endif
 	}
 	CHECK(fd >= 0, "oob connection failed");
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -1369,6 +1589,16 @@ int main(int argc, char **argv)
 			timeout = atoi(v), i++;
 		else if (!strcmp(a, "--max-size") && v)
 			g_max = (size_t)strtoull(v, NULL, 0), i++;
+		else if (!strcmp(a, "--deadline") && v)
+			g_deadline_s = atof(v), i++;
+		else if (!strcmp(a, "--call-bound") && v)
+			g_call_bound_s = atof(v), i++;
+		else if (!strcmp(a, "--bench") && v)
+			g_bench_bytes = (size_t)strtoull(v, NULL, 0), i++;
+		else if (!strcmp(a, "--iters") && v)
+			g_bench_iters = atoi(v), i++;
+		else if (!strcmp(a, "--slice") && v)
+			g_bench_slice = (size_t)strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--quick"))
 			g_max = 4u << 20;
 		else if (!strcmp(a, "--no-shm"))

@@ -198,6 +198,7 @@ Suite *suite_data(void);
 Suite *suite_bad(void);
 Suite *suite_profile(void);
 Suite *suite_regress(void);
+Suite *suite_quirks(void);
 Suite *suite_pending(void);
 
 #endif

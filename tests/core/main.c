@@ -19,6 +19,7 @@ int main(void)
 	srunner_add_suite(sr, suite_bad());
 	srunner_add_suite(sr, suite_profile());
 	srunner_add_suite(sr, suite_regress());
+	srunner_add_suite(sr, suite_quirks());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

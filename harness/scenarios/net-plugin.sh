@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# net-plugin: the RCCL/NCCL net plugin (rccl/) across the two VMs over
+# odl_tb5. Both guests load the driver; the conformance harness runs one rank
+# per guest with the plugin on /dev/odl_tb5_0 (found by the plugin's own
+# discovery): table checks, properties of the kernel device, bad calls,
+# handshakes in both orders, sizes 0 B .. 64 MiB (in 256 KiB chunks through
+# the driver's 16 MiB max_msg_size), grouped receives n = 1..8, saturation,
+# truncation, 4 comms from 4 threads, close orders, then a ring all-reduce and
+# an all-gather with verified results. Then the statistics files of both sides
+# must agree (a's TX bytes = b's RX bytes and vice versa) and the driver must
+# count no drops or frame errors.
+#
+# The guests are busybox without a shared libc, so they run netconf.static:
+# the same harness with the plugin's objects linked in (its tables taken from
+# the exported ncclNetPlugin_vN symbols; the dlopen path of the real .so is
+# tested on the host by `make unit-rccl`). The out-of-band channel (128-byte
+# handles, barriers) is TCP over a virtio-net link between the guests
+# (198.51.100.0/24, `vmpair up --virtio-net`), independent of the cable.
+#
+# Needs `make driver rccl`. NET_PLUGIN_API=7..10 picks the table (default:
+# newest); NET_PLUGIN_MAX=BYTES caps the sizes (default 64 MiB).
+. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/odl-lib.sh"
+RCCL_BUILD=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}
+NETCONF=$RCCL_BUILD/netconf.static
+STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
+API=${NET_PLUGIN_API:-}
+MAX=${NET_PLUGIN_MAX:-67108864}
+tap_plan 20
+tap_timeout 1100
+TAP_EXEC_TIMEOUT=900
+odl_need_build
+[ -x "$NETCONF" ] && [ -x "$STATS" ] ||
+	bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
+
+pair_up --virtio-net --mem 1024
+for v in a b; do
+	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null &&
+		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null ||
+		bail_out "cannot copy the driver and the harness into $v"
+	check "odl_tb5 loads on $v" odl_load $v
+done
+if odl_wait_connected a 90 && odl_wait_connected b 90; then
+	ok "both logged in (state connected)"
+else
+	not_ok "both logged in (state connected)" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
+fi
+# out-of-band path: virtio-net
+for v in a b; do
+	[ $v = a ] && ip=198.51.100.1 || ip=198.51.100.2
+	vm $v sh -c "ip link set eth0 up && ip addr add $ip/24 dev eth0" >/dev/null 2>&1
+done
+if wait_for "va ping -c 1 -W 2 198.51.100.2" 60; then
+	ok "out-of-band path (virtio-net 198.51.100.0/24) up"
+else
+	not_ok "out-of-band path (virtio-net 198.51.100.0/24) up" "$(va ip addr 2>&1)"
+fi
+
+# the two ranks, both in the background; each writes its exit status last
+args="${API:+--api $API} --max-size $MAX --deadline 120 --call-bound 2"
+env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78"
+vm a sh -c "rm -f /tmp/nc.out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen 29500 $args; echo netconf-exit=\$?' > /tmp/nc.out 2>&1 < /dev/null &"
+vm b sh -c "rm -f /tmp/nc.out; setsid sh -c '$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29500 $args; echo netconf-exit=\$?' > /tmp/nc.out 2>&1 < /dev/null &"
+t0=$SECONDS
+wait_for "vm a grep -q netconf-exit= /tmp/nc.out && vm b grep -q netconf-exit= /tmp/nc.out" 900 5
+secs=$((SECONDS - t0))
+outa=$(vm a cat /tmp/nc.out 2>&1)
+outb=$(vm b cat /tmp/nc.out 2>&1)
+for v in a b; do
+	[ $v = a ] && out=$outa r=0 || out=$outb r=1
+	if printf '%s\n' "$out" | grep -q '^netconf-exit=0$' &&
+		printf '%s\n' "$out" | grep -q "rank$r: all tests passed" &&
+		! printf '%s\n' "$out" | grep -q '^not ok'; then
+		ok "$v: rank $r conformance sequence passed over odl_tb5 (${secs}s)" \
+			"$(printf '%s\n' "$out" | grep -E '^# (loaded|dev |all-reduce)')"
+	else
+		not_ok "$v: rank $r conformance sequence passed over odl_tb5" \
+			"$(printf '%s\n' "$out" | tail -n 60)"
+	fi
+done
+# the individual steps, from rank 0's TAP
+step() {
+	if printf '%s\n' "$outa" | grep -qE "^ok [0-9]+ - rank0: $1"; then
+		ok "$2"
+	else
+		not_ok "$2" "no 'ok ... rank0: $1' line in rank 0's output"
+	fi
+}
+step 'init/devices/getProperties' "plugin init, one kernel device, properties (4 threads)"
+step 'bad calls return NCCL error codes' "bad calls (NULL comm, oversize handle, unknown device) return NCCL errors"
+if [ "$(printf '%s\n' "$outa" | grep -cE '^ok [0-9]+ - rank0: handshake: ')" = 4 ]; then
+	ok "handshakes: connect first, accept first, interleaved, symmetric; closeListen after accept"
+else
+	not_ok "handshakes: connect first, accept first, interleaved, symmetric; closeListen after accept" \
+		"$(printf '%s\n' "$outa" | grep handshake)"
+fi
+step "isend/irecv sizes 0 B \\.\\. $MAX B" "sizes 0 B .. $MAX B both ways at once, larger receives, 32 in flight"
+step 'grouped receives n = 1..8' "grouped receives n = 1..8 with tags"
+step 'saturation' "saturation to the request limits, NULL requests, all verified"
+step 'receive smaller than send' "truncation fails one message only; iflush; regMr type check"
+step '4 comm pairs' "4 comm pairs per direction from 4 threads"
+step 'ring all-reduce' "ring all-reduce (sum) across the VMs, verified"
+step 'ring all-gather' "ring all-gather across the VMs, verified"
+
+# statistics published by the plugin on each side must mirror each other
+sa=$(vm a /tmp/rccl_stats --json 2>&1)
+sb=$(vm b /tmp/rccl_stats --json 2>&1)
+if res=$(python3 -c '
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
+for x in (a, b):
+    assert x["tx_bytes"] > int(sys.argv[3]) and x["err_link"] == 0, "too few bytes or link errors"
+assert a["procs_attached"] == 0 and b["procs_attached"] == 0, "procs_attached"
+print("a tx %d rx %d, b tx %d rx %d bytes" % (a["tx_bytes"], a["rx_bytes"], b["tx_bytes"], b["rx_bytes"]))
+' "$sa" "$sb" "$MAX" 2>&1); then
+	ok "statistics: a's TX bytes = b's RX bytes and vice versa" "$res"
+else
+	not_ok "statistics: a's TX bytes = b's RX bytes and vice versa" "$res" "a: $sa" "b: $sb"
+fi
+st=$(vm a /tmp/odl_xfer stats 2>&1; vm b /tmp/odl_xfer stats 2>&1)
+if [ "$(printf '%s\n' "$st" | grep -c 'seq_errors=0 len_errors=0 desc_errors=0 drops=0')" = 2 ]; then
+	ok "driver: no seq/len/descriptor errors, no drops on either side" "$st"
+else
+	not_ok "driver: no seq/len/descriptor errors, no drops on either side" "$st"
+fi
+odl_check_clean
+tap_done
