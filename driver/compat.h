@@ -59,4 +59,12 @@ static inline unsigned int odl_xd_lanes(const struct tb_xdomain *xd)
 #endif
 }
 
+/*
+ * no_llseek is gone in 6.12: a file without ->llseek is not seekable
+ * (-ESPIPE), exactly what no_llseek gave before
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#define no_llseek	NULL
+#endif
+
 #endif /* ODL_TB5_COMPAT_H */

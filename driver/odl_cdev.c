@@ -106,6 +106,36 @@ static long odl_ioc_info(struct odl_file *f, unsigned long arg)
 	return odl_copy_out(arg, &info, sizeof(info), usize);
 }
 
+
+/*
+ * Buffer areas are kernel memory the OOM killer cannot charge to their
+ * owner, so they are limited: all files together at most max_area_mb
+ * (default: half the RAM), and one area at most half of what is available
+ * right now. Beyond that BUF_SETUP fails with -ENOMEM instead of pushing
+ * the machine out of memory.
+ */
+static unsigned int max_area_mb;
+module_param(max_area_mb, uint, 0644);
+MODULE_PARM_DESC(max_area_mb,
+		 "MiB of buffer areas all open files may hold together (default 0: half the RAM)");
+
+static atomic64_t odl_area_bytes = ATOMIC64_INIT(0);
+
+static int odl_area_charge(u64 total)
+{
+	u64 limit = READ_ONCE(max_area_mb) ? (u64)READ_ONCE(max_area_mb) << 20 :
+		((u64)totalram_pages() << PAGE_SHIFT) / 2;
+	u64 avail = ((u64)si_mem_available() << PAGE_SHIFT) / 2;
+
+	if (total > avail ||
+	    atomic64_add_return(total, &odl_area_bytes) > limit) {
+		if (total <= avail)
+			atomic64_sub(total, &odl_area_bytes);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static long odl_ioc_buf_setup(struct odl_file *f, unsigned long arg)
 {
 	struct odl_tb5_buf_setup bs;
@@ -138,8 +168,14 @@ static long odl_ioc_buf_setup(struct odl_file *f, unsigned long arg)
 		mutex_unlock(&f->mutex);
 		return -EBUSY;
 	}
+	ret = odl_area_charge(total);
+	if (ret) {
+		mutex_unlock(&f->mutex);
+		return ret;
+	}
 	area = vmalloc_user(total);
 	if (!area) {
+		atomic64_sub(total, &odl_area_bytes);
 		mutex_unlock(&f->mutex);
 		return -ENOMEM;
 	}
@@ -159,6 +195,7 @@ static long odl_ioc_buf_setup(struct odl_file *f, unsigned long arg)
 	ret = odl_copy_out(arg, &bs, sizeof(bs), usize);
 	if (ret) {
 		vfree(area);
+		atomic64_sub(total, &odl_area_bytes);
 		mutex_unlock(&f->mutex);
 		return ret;
 	}
@@ -466,6 +503,7 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	st.credit_stalls = snap.credit_stalls;
 	st.link_resets = snap.link_resets;
 	st.logins = snap.logins;
+	st.rx_stalls = snap.rx_stalls;
 	ret = odl_copy_out(arg, &st, sizeof(st), usize);
 	if (ret || !reset)
 		return ret;
@@ -698,7 +736,10 @@ static int odl_release(struct inode *inode, struct file *file)
 	for (i = 0; i < ODL_TB5_MAX_DMABUFS; i++)
 		if (f->dmabufs[i])
 			odl_dmabuf_free(f->dmabufs[i]);
-	vfree(f->area);
+	if (f->area) {
+		vfree(f->area);
+		atomic64_sub(f->area_len, &odl_area_bytes);
+	}
 	kvfree(f->cq);
 	kfree(f);
 	odl_dev_put(dev);

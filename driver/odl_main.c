@@ -51,6 +51,11 @@ module_param(e2e, charp, 0444);
 MODULE_PARM_DESC(e2e,
 		 "end-to-end flow control on the RX ring: auto|on|off (default: auto = if the peer offers it)");
 
+static unsigned int rx_stall_ms = 10000;
+module_param(rx_stall_ms, uint, 0644);
+MODULE_PARM_DESC(rx_stall_ms,
+		 "how long a message may hold the RX ring while its port has no RECV posted and the pending queue is full, then it is dropped (default: 10000)");
+
 unsigned int odl_busy_poll;
 module_param_named(busy_poll, odl_busy_poll, uint, 0644);
 MODULE_PARM_DESC(busy_poll,
@@ -271,6 +276,33 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 	dev->pending_count++;
 }
 
+/* Hand waiting messages to posted RECVs, oldest to oldest, so delivery
+ * stays in arrival order (dev->lock held).
+ */
+static void odl_match_pending(struct odl_dev *dev, struct odl_file *f)
+{
+	struct odl_pending *p;
+	struct odl_recv *r;
+
+	while (!list_empty(&f->pending) && !list_empty(&f->recvs)) {
+		p = list_first_entry(&f->pending, struct odl_pending, list);
+		r = odl_take_recv(f);
+		list_del(&p->list);
+		dev->pending_count--;
+		dev->pending_bytes -= p->len;
+		if (p->status) {
+			odl_recv_done(dev, r, p->status, 0, p->src_port);
+		} else if (p->len > r->capacity) {
+			odl_recv_done(dev, r, -EMSGSIZE, p->len, p->src_port);
+		} else {
+			memcpy(r->dst, p->data, p->len);
+			odl_recv_done(dev, r, 0, p->len, p->src_port);
+		}
+		kvfree(p->data);
+		kfree(p);
+	}
+}
+
 /* ---------------------------------------------------------------------
  * TX
  */
@@ -420,6 +452,10 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		list_add_tail(&p->list, &f->pending);
 		dev->pending_count++;
 		dev->pending_bytes += p->len;
+		/* a RECV posted while this message was being staged: it is
+		 * the oldest, so it gets this message now, not the next one
+		 */
+		odl_match_pending(dev, f);
 		break;
 	default:
 		break;
@@ -477,10 +513,14 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	}
 	if (dev->pending_count >= ODL_PENDING_MAX ||
 	    dev->pending_bytes + msg_len > ODL_PENDING_BYTES) {
+		/* only after rx_stall_ms of holding the ring: tell the file */
 		dev->stats.drops++;
+		odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
 		return;
 	}
-	/* RX callbacks are serialised; only the target may change meanwhile */
+	/* RX is serialised (see odl_rx_callback); only the target may change
+	 * while the lock is dropped
+	 */
 	spin_unlock(&dev->lock);
 	stage = kvmalloc(msg_len, GFP_KERNEL);
 	spin_lock(&dev->lock);
@@ -492,7 +532,24 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	dev->rx.stage = stage;
 }
 
-static void odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr)
+/* Would the message starting with this frame have to wait: its port is
+ * bound, has no RECV posted and the pending queue is full?
+ */
+static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len)
+{
+	struct odl_file *f = dev->ports[dst];
+
+	return f && list_empty(&f->recvs) &&
+	       (dev->pending_count >= ODL_PENDING_MAX ||
+		dev->pending_bytes + msg_len > ODL_PENDING_BYTES);
+}
+
+/* Process one RX frame (dev->lock held). Returns true, having changed
+ * nothing, when the frame starts a message that must wait for a RECV
+ * (never with @force).
+ */
+static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
+			 bool force)
 {
 	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
 	struct odl_frame_hdr h;
@@ -506,7 +563,7 @@ static void odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr)
 		dev->stats.desc_errors++;
 		odl_rx_abort(dev, -EIO, true);
 		dev->rx.seq_valid = false;
-		return;
+		return false;
 	}
 	if (size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
 	    (fr->frame.eof != ODL_PDF_EOF_MID &&
@@ -527,6 +584,11 @@ static void odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr)
 	    last != (off + plen == msg_len) ||
 	    !dst || dst > ODL_TB5_MAX_PORT || !src || src > ODL_TB5_MAX_PORT)
 		goto bad;
+
+	if (!force && !dev->rx.active && !off &&
+	    (!dev->rx.seq_valid || seq == dev->rx.expect_seq) &&
+	    odl_rx_must_wait(dev, dst, msg_len))
+		return true;
 
 	if (dev->rx.seq_valid && seq != dev->rx.expect_seq) {
 		dev->stats.seq_errors++;
@@ -556,7 +618,7 @@ static void odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr)
 		} else {
 			odl_rx_start(dev, &h, msg_len, dst, src);
 			if (!dev->connected)
-				return;
+				return false;
 		}
 	}
 
@@ -570,12 +632,76 @@ static void odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr)
 	dev->rx.pos = off + plen;
 	if (last)
 		odl_rx_finish(dev, 0);
-	return;
+	return false;
 
 bad:
 	dev->stats.len_errors++;
 	odl_rx_abort(dev, -EBADMSG, true);
 	dev->rx.seq_valid = false;
+	return false;
+}
+
+/*
+ * RX frames are processed in arrival order by exactly one context: the
+ * ring callback while nothing is held back, else the replay work (the
+ * callback only queues behind the held frames). A frame stays on rx_held
+ * until it has been processed, so the callback keeps queueing while the
+ * replay work has the lock dropped.
+ */
+static void odl_rx_stall(struct odl_dev *dev)
+{
+	if (dev->rx_stalled)
+		return;
+	dev->rx_stalled = true;
+	dev->rx_stall_since = jiffies;
+	dev->stats.rx_stalls++;
+	mod_delayed_work(system_wq, &dev->rx_replay,
+			 msecs_to_jiffies(READ_ONCE(rx_stall_ms)));
+}
+
+/* a RECV was posted or a port unbound: held frames may move (lock held) */
+static void odl_rx_kick(struct odl_dev *dev)
+{
+	if (dev->rx_stalled)
+		mod_delayed_work(system_wq, &dev->rx_replay, 0);
+}
+
+static void odl_rx_repost(struct odl_dev *dev, struct odl_frame *fr)
+{
+	fr->frame.size = 0;
+	tb_ring_rx(dev->rx_ring, &fr->frame);
+}
+
+static void odl_rx_replay_work(struct work_struct *work)
+{
+	struct odl_dev *dev = container_of(to_delayed_work(work),
+					   struct odl_dev, rx_replay);
+	struct odl_frame *fr, *fn;
+	LIST_HEAD(done);
+	bool force;
+
+	spin_lock(&dev->lock);
+	force = dev->rx_stalled &&
+		time_after_eq(jiffies, dev->rx_stall_since +
+			      msecs_to_jiffies(READ_ONCE(rx_stall_ms)));
+	dev->rx_stalled = false;
+	while (dev->connected && !list_empty(&dev->rx_held)) {
+		fr = list_first_entry(&dev->rx_held, struct odl_frame, list);
+		if (odl_rx_frame(dev, fr, force)) {
+			odl_rx_stall(dev);
+			break;
+		}
+		force = false;
+		list_move_tail(&fr->list, &done);
+	}
+	if (!dev->connected)
+		list_splice_init(&dev->rx_held, &done);
+	spin_unlock(&dev->lock);
+	list_for_each_entry_safe(fr, fn, &done, list) {
+		list_del_init(&fr->list);
+		if (READ_ONCE(dev->connected))
+			odl_rx_repost(dev, fr);
+	}
 }
 
 static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
@@ -588,40 +714,26 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	if (canceled)
 		return;
 	spin_lock(&dev->lock);
-	if (dev->connected)
-		odl_rx_frame(dev, fr);
+	if (dev->connected &&
+	    (!list_empty(&dev->rx_held) || odl_rx_frame(dev, fr, false))) {
+		list_add_tail(&fr->list, &dev->rx_held);
+		odl_rx_stall(dev);
+		spin_unlock(&dev->lock);
+		return;
+	}
 	repost = dev->connected;
 	spin_unlock(&dev->lock);
-	if (repost) {
-		fr->frame.size = 0;
-		tb_ring_rx(ring, &fr->frame);
-	}
+	if (repost)
+		odl_rx_repost(dev, fr);
 }
 
 void odl_post_recv(struct odl_dev *dev, struct odl_file *f,
 		   struct odl_recv *r)
 {
-	struct odl_pending *p;
-
 	/* dev->lock held; a waiting message is delivered at once */
-	p = list_first_entry_or_null(&f->pending, struct odl_pending, list);
-	if (!p) {
-		list_add_tail(&r->list, &f->recvs);
-		return;
-	}
-	list_del(&p->list);
-	dev->pending_count--;
-	dev->pending_bytes -= p->len;
-	if (p->status) {
-		odl_recv_done(dev, r, p->status, 0, p->src_port);
-	} else if (p->len > r->capacity) {
-		odl_recv_done(dev, r, -EMSGSIZE, p->len, p->src_port);
-	} else {
-		memcpy(r->dst, p->data, p->len);
-		odl_recv_done(dev, r, 0, p->len, p->src_port);
-	}
-	kvfree(p->data);
-	kfree(p);
+	list_add_tail(&r->list, &f->recvs);
+	odl_match_pending(dev, f);
+	odl_rx_kick(dev);
 }
 
 /* A file goes away: unbind it and cut every tie the data path has to it
@@ -679,6 +791,7 @@ void odl_file_detach(struct odl_dev *dev, struct odl_file *f)
 		dev->ports[f->port] = NULL;
 	f->port = 0;
 	list_del_init(&f->list);
+	odl_rx_kick(dev);
 }
 
 /* ---------------------------------------------------------------------
@@ -806,8 +919,12 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 		tb_xdomain_release_in_hopid(dev->xd, dev->remote_transmit_path);
 		dev->in_hopid_held = false;
 	}
+	cancel_delayed_work_sync(&dev->rx_replay);
 
 	spin_lock(&dev->lock);
+	/* held frames are off the ring; the next connect posts every frame */
+	INIT_LIST_HEAD(&dev->rx_held);
+	dev->rx_stalled = false;
 	list_for_each_entry_safe(s, sn, &dev->txq, list) {
 		list_del_init(&s->list);
 		s->status = -ECONNRESET;
@@ -845,6 +962,8 @@ static void odl_try_connect(struct odl_dev *dev)
 	dev->tx_msg_id = 0;
 	dev->rx.seq_valid = false;
 	dev->rx.active = false;
+	INIT_LIST_HEAD(&dev->rx_held);
+	dev->rx_stalled = false;
 	dev->tx_window = min(dev->ring_size, dev->peer_ring_size) - 1;
 	dev->connected = true;
 	spin_unlock(&dev->lock);
@@ -1196,6 +1315,8 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	spin_lock_init(&dev->lock);
 	INIT_DELAYED_WORK(&dev->login_work, odl_login_work);
 	INIT_WORK(&dev->peer_work, odl_peer_work);
+	INIT_DELAYED_WORK(&dev->rx_replay, odl_rx_replay_work);
+	INIT_LIST_HEAD(&dev->rx_held);
 	INIT_LIST_HEAD(&dev->tx_free);
 	INIT_LIST_HEAD(&dev->txq);
 	INIT_LIST_HEAD(&dev->files);

@@ -124,6 +124,7 @@ struct odl_stats {
 	u64 rx_msgs, rx_bytes, rx_frames;
 	u64 seq_errors, len_errors, desc_errors;
 	u64 drops, credit_stalls, link_resets, logins;
+	u64 rx_stalls;
 };
 
 struct odl_dev {
@@ -184,7 +185,18 @@ struct odl_dev {
 	u64 pending_bytes;
 	struct odl_stats stats;
 
-	/* RX reassembly: only the RX ring callback and teardown touch it */
+	/* RX frames held back (not given back to the ring, so E2E flow
+	 * control stops the sender) while a message waits for a RECV;
+	 * rx_replay hands them over again (lock)
+	 */
+	struct list_head rx_held;
+	bool rx_stalled;
+	unsigned long rx_stall_since;
+	struct delayed_work rx_replay;
+
+	/* RX reassembly: only the RX ring callback, the replay work and
+	 * teardown touch it (never at the same time: see odl_rx_callback)
+	 */
 	struct {
 		bool seq_valid;
 		u32 expect_seq;

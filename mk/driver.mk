@@ -4,6 +4,7 @@
 # static guest test tool odl_xfer.
 #   make driver          build/driver/{odl_tb5.ko,odl_dmabuf_exp.ko,odl_xfer}
 #   make driver-check    checkpatch.pl over driver/ and tests/dmabuf_exporter/
+#   make bench-odl       bench/odl.sh (odl_tb5 vs thunderbolt-net, icount cost)
 DRIVER_OUT := $(BUILD)/driver
 DRIVER_SRCS := $(wildcard $(TOP)/driver/*.[ch] $(TOP)/driver/uapi/*.h) \
 	$(TOP)/driver/Kbuild
@@ -59,3 +60,10 @@ driver-check:
 	cd $(CHECKPATCH_DIR) && scripts/checkpatch.pl --no-tree -q \
 		--ignore LINUX_VERSION_CODE,CONSTANT_COMPARISON \
 		-f $(TOP)/driver/compat.h
+
+# odl_tb5 benchmarks alone (make bench runs them after bench/run's
+# thunderbolt-net vs virtio-net part): throughput against thunderbolt-net,
+# latency, guest instructions per frame under -icount; bench/results/odl-*
+.PHONY: bench-odl
+bench-odl: vm-prereqs
+	@bash $(TOP)/bench/odl.sh

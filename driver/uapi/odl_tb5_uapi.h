@@ -55,7 +55,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	0
+#define ODL_TB5_ABI_MINOR	1
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -196,7 +196,8 @@ struct odl_tb5_stats {
 	__u64 credit_stalls;		/* TX found the ring full */
 	__u64 link_resets;		/* logins after the first, logouts */
 	__u64 logins;
-	__u64 reserved[7];
+	__u64 rx_stalls;		/* 1.1: times RX held the ring for a RECV */
+	__u64 reserved[6];
 };
 
 /* odl_tb5_dmabuf_import.flags */

@@ -1,28 +1,88 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Helpers for the odl_tb5 scenarios (sourced after common.sh; not a scenario).
-# Needs `make driver` (build/driver/odl_tb5.ko, odl_xfer).
+# Needs `make driver userlib` (build/driver/odl_tb5.ko, odl_xfer,
+# build/userlib/odl_tb5_cli.static).
 ODL_BUILD_DRIVER=${ODL_BUILD_DRIVER:-$SCEN_DIR/../../build/driver}
 ODL_KO=$ODL_BUILD_DRIVER/odl_tb5.ko
 ODL_XFER=$ODL_BUILD_DRIVER/odl_xfer
-ODL_RING_SIZE=${ODL_RING_SIZE:-256}
+ODL_CLI_BIN=${ODL_CLI_BIN:-$SCEN_DIR/../../build/userlib/odl_tb5_cli.static}
+# ring_size module parameter; empty = the driver's default (4096)
+ODL_RING_SIZE=${ODL_RING_SIZE-}
 
 odl_need_build() {
 	[ -f "$ODL_KO" ] && [ -x "$ODL_XFER" ] ||
 		bail_out "build/driver/odl_tb5.ko or odl_xfer missing: run 'make driver'"
+	[ -x "$ODL_CLI_BIN" ] ||
+		bail_out "build/userlib/odl_tb5_cli.static missing: run 'make userlib'"
 }
 
-# copy the module and the test tool into guest $1
+# copy the module, the test tool and the CLI (/tmp/odl_tb5_cli) into guest $1
 odl_put() {
 	"$VMPAIR" put "$1" "$ODL_KO" /tmp/odl_tb5.ko >/dev/null &&
-		"$VMPAIR" put "$1" "$ODL_XFER" /tmp/odl_xfer --mode 755 >/dev/null
+		"$VMPAIR" put "$1" "$ODL_XFER" /tmp/odl_xfer --mode 755 >/dev/null &&
+		"$VMPAIR" put "$1" "$ODL_CLI_BIN" /tmp/odl_tb5_cli --mode 755 >/dev/null
 }
 
 # load the module in guest $1 (extra module parameters after it)
 odl_load() {
 	local v=$1
 	shift
-	vm "$v" insmod /tmp/odl_tb5.ko ring_size="$ODL_RING_SIZE" "$@"
+	vm "$v" insmod /tmp/odl_tb5.ko ${ODL_RING_SIZE:+ring_size="$ODL_RING_SIZE"} "$@"
+}
+
+# odl_setup [vmpair up options]: pair up, driver + tools in both, loaded,
+# both logged in (bails out otherwise)
+odl_setup() {
+	local v
+	odl_need_build
+	pair_up "$@"
+	for v in a b; do
+		odl_put $v && odl_load $v || bail_out "cannot load odl_tb5 on $v"
+	done
+	odl_wait_connected a 120 && odl_wait_connected b 120 ||
+		bail_out "no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
+}
+
+# odl_cli_server GUEST [server options]: start `odl_tb5_cli --server` in the
+# background (log /tmp/cli-server.log) once no earlier CLI runs there, and
+# wait until it listens
+odl_cli_server() {
+	local v=$1
+	shift
+	wait_for "! vm $v pidof odl_tb5_cli" 60 || return 1
+	vm "$v" sh -c "rm -f /tmp/cli-server.log; setsid /tmp/odl_tb5_cli --server --device 0 $* > /tmp/cli-server.log 2>&1 < /dev/null &" || return 1
+	wait_for "vm $v grep -q 'waiting for a client' /tmp/cli-server.log" 60
+}
+
+# odl_cli_run NAME TIMEOUT CLIENT-OPTIONS...: server on b, client on a over
+# /dev/odl_tb5_0 (the library's kernel backend); one TAP line for both
+# sides: the client exits 0 and the server reports all data verified.
+# The client's output is left in $ODL_CLI_OUT.
+ODL_CLI_OUT=
+odl_cli_run() {
+	local name=$1 tmo=$2 rc srv
+	shift 2
+	if ! odl_cli_server b; then
+		not_ok "$name" "server did not start" "$(vm b cat /tmp/cli-server.log 2>&1)"
+		return 1
+	fi
+	ODL_CLI_OUT=$("$VMPAIR" exec a --timeout "$tmo" -- /tmp/odl_tb5_cli --client --device 0 "$@" 2>&1)
+	rc=$?
+	wait_for "! vm b pidof odl_tb5_cli" 60
+	srv=$(vm b cat /tmp/cli-server.log 2>&1)
+	if [ $rc -eq 0 ] && echo "$srv" | grep -q 'all data verified'; then
+		ok "$name" "$ODL_CLI_OUT" "$srv"
+		return 0
+	fi
+	not_ok "$name" "client exit $rc:" "$ODL_CLI_OUT" "server:" "$srv" \
+		"a: $(vm a /tmp/odl_xfer stats 2>&1 | tr '\n' ' ')" "b: $(vm b /tmp/odl_xfer stats 2>&1 | tr '\n' ' ')"
+	return 1
+}
+
+# odl_cli_json_field KEY: a number from the client's --json output
+odl_cli_json_field() {
+	printf '%s\n' "$ODL_CLI_OUT" | sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p" | head -n 1
 }
 
 odl_wait_dev() {

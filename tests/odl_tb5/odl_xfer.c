@@ -7,6 +7,7 @@
  *   odl_xfer send   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
+ *   odl_xfer fuzz   [-d DEV] [-n SECONDS] [-S SEED]
  *   -D (send/recv): data through a DMA-buf from odl_dmabuf_exp, imported
  *
  * send/recv: message k has size SIZES[k % n] and pseudo-random content
@@ -16,12 +17,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../driver/uapi/odl_tb5_uapi.h"
@@ -118,14 +122,15 @@ static int cmd_stats(void)
 	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
 		die("GET_STATS");
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
-	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu\n",
+	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
 	       (unsigned long long)st.tx_frames, (unsigned long long)st.rx_msgs,
 	       (unsigned long long)st.rx_bytes, (unsigned long long)st.rx_frames,
 	       (unsigned long long)st.seq_errors, (unsigned long long)st.len_errors,
 	       (unsigned long long)st.desc_errors, (unsigned long long)st.drops,
 	       (unsigned long long)st.credit_stalls,
-	       (unsigned long long)st.link_resets, (unsigned long long)st.logins);
+	       (unsigned long long)st.link_resets, (unsigned long long)st.logins,
+	       (unsigned long long)st.rx_stalls);
 	close(fd);
 	return 0;
 }
@@ -562,6 +567,269 @@ static int cmd_badinput(void)
 	return nfail ? 1 : 0;
 }
 
+/*
+ * fuzz: random ioctl calls for -n seconds (default 60), seeded (-S), on up
+ * to four open files of the device: every command number of the driver
+ * (and some others), structs that are mostly valid with a random field or
+ * two broken, random sizes, bad pointers, random mmap/munmap/poll/close.
+ * A SIGALRM every 20 ms interrupts blocking POLL_CQ calls. The calls'
+ * results are not checked (the driver must only survive and stay usable);
+ * the scenario checks dmesg and that the device works afterwards. Prints a
+ * histogram of the errnos seen.
+ */
+static uint64_t rs;
+
+static uint64_t rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static uint64_t rnd_n(uint64_t n)
+{
+	return n ? rnd() % n : 0;
+}
+
+/* a field value: mostly plausible, sometimes extreme */
+static uint64_t rnd_val(uint64_t plausible)
+{
+	switch (rnd_n(8)) {
+	case 0: return 0;
+	case 1: return rnd();
+	case 2: return (uint64_t)-1;
+	case 3: return 1ull << rnd_n(64);
+	case 4: return plausible + rnd_n(3) - 1;
+	default: return rnd_n(plausible + 1);
+	}
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+#define FZ_FILES 4
+
+struct fzf {
+	int fd;
+	void *map;
+	size_t map_len;
+	uint64_t area;		/* mmap_len after BUF_SETUP */
+};
+
+static int cmd_fuzz(void)
+{
+	static const unsigned int nrs[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x40, 0xff };
+	/* room for whatever a valid POLL_CQ may write (1024 x 256 bytes) */
+	static uint8_t ce[1024 * 256] __attribute__((aligned(8)));
+	struct fzf f[FZ_FILES];
+	unsigned long errs[160] = { 0 }, calls = 0, okc = 0;
+	struct sigaction sa;
+	struct itimerval it;
+	time_t end;
+	int i, j;
+
+	uint64_t seed0;
+
+	if (!rs)
+		rs = 0x0d15ea5full;
+	seed0 = rs;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;	/* no SA_RESTART: blocking calls see EINTR */
+	sigaction(SIGALRM, &sa, NULL);
+	memset(&it, 0, sizeof(it));
+	it.it_interval.tv_usec = 20000;
+	it.it_value.tv_usec = 20000;
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (i = 0; i < FZ_FILES; i++)
+		f[i] = (struct fzf){ .fd = open_dev() };
+	end = time(NULL) + count;
+	while (time(NULL) < end) {
+		struct fzf *x = &f[rnd_n(FZ_FILES)];
+		union {
+			uint8_t raw[1024];
+			struct odl_tb5_info in;
+			struct odl_tb5_buf_setup bs;
+			struct odl_tb5_bind b;
+			struct odl_tb5_send s;
+			struct odl_tb5_recv r;
+			struct odl_tb5_poll_cq pq;
+			struct odl_tb5_stats st;
+			struct odl_tb5_dmabuf_import im;
+			struct odl_tb5_dmabuf_release rel;
+		} u;
+		unsigned int nr = nrs[rnd_n(sizeof(nrs) / sizeof(nrs[0]))];
+		unsigned int act = (unsigned int)rnd_n(100);
+		size_t sz = 0;
+		void *arg = &u;
+		int r;
+
+		if (x->fd < 0) {
+			x->fd = open(devpath, O_RDWR);
+			x->map = NULL;
+			x->area = 0;
+			continue;
+		}
+		if (act < 2) {		/* close (unmapping or not) and reopen later */
+			if (x->map && rnd_n(2)) {
+				munmap(x->map, x->map_len);
+				x->map = NULL;
+			}
+			close(x->fd);
+			x->fd = -1;
+			continue;
+		}
+		if (act < 5) {		/* mmap a random range */
+			size_t off = rnd_n(4) ? 0 : rnd_n(x->area + 8192) & ~4095ull;
+			size_t len = rnd_n(4) ? x->area : rnd_val(x->area + 4096);
+			void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				       rnd_n(8) ? MAP_SHARED : MAP_PRIVATE, x->fd, (off_t)off);
+
+			calls++;
+			if (m == MAP_FAILED) {
+				errs[errno < 160 ? errno : 0]++;
+			} else {
+				okc++;
+				if (x->map)
+					munmap(x->map, x->map_len);
+				x->map = m;
+				x->map_len = len;
+				if (len > 64)
+					memset(m, (int)rnd(), 64);
+			}
+			continue;
+		}
+		if (act < 7) {
+			struct pollfd pfd = { .fd = x->fd, .events = POLLIN | POLLOUT };
+
+			poll(&pfd, 1, (int)rnd_n(3));
+			continue;
+		}
+		memset(&u, 0, sizeof(u));
+		switch (nr) {
+		case 0:
+			sz = sizeof(u.in);
+			break;
+		case 1:
+			sz = sizeof(u.bs);
+			u.bs.tx_count = (uint32_t)rnd_val(3);
+			u.bs.rx_count = (uint32_t)rnd_val(3);
+			u.bs.tx_buf_size = rnd_n(3) ? (rnd_n(64) + 1) * 4096 : rnd_val(1 << 22);
+			u.bs.rx_buf_size = rnd_n(3) ? (rnd_n(64) + 1) * 4096 : rnd_val(1 << 22);
+			if (!rnd_n(8))
+				u.bs.flags = (uint32_t)rnd();
+			break;
+		case 2:
+			sz = sizeof(u.b);
+			u.b.port = (uint32_t)(rnd_n(4) ? 200 + rnd_n(8) : rnd_val(255));
+			if (!rnd_n(8))
+				u.b.reserved = (uint32_t)rnd();
+			break;
+		case 3:
+			sz = sizeof(u.s);
+			u.s.flags = rnd_n(8) ? 0 : (uint32_t)rnd_val(1);
+			u.s.buf_id = (uint32_t)rnd_val(4);
+			/* to unbound ports on the peer: dropped there */
+			u.s.dst_port = (uint32_t)(rnd_n(4) ? 240 + rnd_n(8) : rnd_val(255));
+			u.s.offset = rnd_n(2) ? 0 : rnd_val(1 << 20);
+			u.s.length = rnd_n(2) ? rnd_n(20000) + 1 : rnd_val(1 << 22);
+			u.s.cookie = rnd();
+			break;
+		case 4:
+			sz = sizeof(u.r);
+			u.r.flags = rnd_n(8) ? 0 : (uint32_t)rnd_val(1);
+			u.r.buf_id = (uint32_t)rnd_val(4);
+			u.r.offset = rnd_n(2) ? 0 : rnd_val(1 << 20);
+			u.r.capacity = rnd_n(2) ? rnd_n(20000) + 1 : rnd_val(1 << 22);
+			u.r.cookie = rnd();
+			if (!rnd_n(8))
+				u.r.reserved = (uint32_t)rnd();
+			break;
+		case 5:
+			sz = sizeof(u.pq);
+			u.pq.max_entries = (uint32_t)rnd_val(8);
+			u.pq.entry_size = rnd_n(4) ? sizeof(struct odl_tb5_completion) :
+				(uint32_t)rnd_val(64);
+			switch (rnd_n(4)) {
+			case 0: u.pq.entries_ptr = rnd(); break;
+			case 1: u.pq.entries_ptr = 0; break;
+			default: u.pq.entries_ptr = (uintptr_t)ce; break;
+			}
+			/* never let the driver write past our own array */
+			if (u.pq.entries_ptr == (uintptr_t)ce &&
+			    u.pq.max_entries * (uint64_t)u.pq.entry_size > sizeof(ce))
+				u.pq.entries_ptr = 0x10;
+			u.pq.timeout_ms = rnd_n(3) ? (int32_t)rnd_n(3) : rnd_n(2) ? -1 : (int32_t)rnd_val(50);
+			break;
+		case 6:
+			sz = sizeof(u.st);
+			u.st.flags = (uint32_t)rnd_val(1);
+			break;
+		case 7:
+			sz = sizeof(u.im);
+			u.im.fd = (int32_t)(rnd_n(2) ? f[rnd_n(FZ_FILES)].fd : (int)rnd_val(64));
+			u.im.flags = (uint32_t)rnd_val(3);
+			break;
+		case 8:
+			sz = sizeof(u.rel);
+			u.rel.handle = (uint32_t)rnd_val(16);
+			break;
+		default:
+			sz = rnd_n(512);
+			for (j = 0; j < (int)sizeof(u); j++)
+				u.raw[j] = (uint8_t)rnd();
+			break;
+		}
+		switch (rnd_n(12)) {
+		case 0: sz = rnd_n(512); break;		/* wrong size */
+		case 1: sz = sz ? sz - 4 : 0; break;	/* one field short */
+		case 2: sz += 8; u.raw[sz - 1] = (uint8_t)rnd(); break; /* tail */
+		case 3: u.raw[rnd_n(sz + 1)] ^= (uint8_t)(1u << rnd_n(8)); break;
+		default: break;
+		}
+		if (sz >= 4)
+			memcpy(u.raw, &(uint32_t){ (uint32_t)sz }, 4);
+		switch (rnd_n(40)) {
+		case 0: arg = NULL; break;
+		case 1: arg = (void *)(uintptr_t)rnd(); break;
+		case 2: arg = (void *)(uintptr_t)0xffffffffffff0000ull; break;
+		default: break;
+		}
+		r = ioctl(x->fd, _IOC(_IOC_READ | _IOC_WRITE, rnd_n(32) ? ODL_TB5_IOC_MAGIC : 0xB4,
+				      nr, rnd_n(4) ? sz & 0x3fff : rnd_n(0x3fff)), arg);
+		calls++;
+		if (r < 0)
+			errs[errno < 160 ? errno : 0]++;
+		else
+			okc++;
+		/* reap completions now and then so sends/recvs keep moving */
+		if (!rnd_n(16)) {
+			struct odl_tb5_poll_cq pq = { .size = sizeof(pq), .max_entries = 8,
+				.entries_ptr = (uintptr_t)ce,
+				.entry_size = sizeof(struct odl_tb5_completion) };
+
+			ioctl(x->fd, ODL_TB5_IOC_POLL_CQ, &pq);
+		}
+	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (i = 0; i < FZ_FILES; i++) {
+		if (f[i].map)
+			munmap(f[i].map, f[i].map_len);
+		if (f[i].fd >= 0)
+			close(f[i].fd);
+	}
+	printf("fuzz: seed=0x%llx %d s, %lu calls, %lu succeeded; errno=count:",
+	       (unsigned long long)seed0, count, calls, okc);
+	for (i = 0; i < 160; i++)
+		if (errs[i])
+			printf(" %d=%lu", i, errs[i]);
+	printf("\n");
+	return 0;
+}
+
 static void parse_sizes(char *arg)
 {
 	char *t;
@@ -576,12 +844,12 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|badinput [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((o = getopt(argc, argv, "Dd:p:q:n:s:")) != -1) {
+	while ((o = getopt(argc, argv, "Dd:p:q:n:s:S:")) != -1) {
 		switch (o) {
 		case 'D': use_dmabuf = 1; break;
 		case 'd': devpath = optarg; break;
@@ -589,6 +857,7 @@ int main(int argc, char **argv)
 		case 'q': peer_port = atoi(optarg); break;
 		case 'n': count = atoi(optarg); break;
 		case 's': parse_sizes(optarg); break;
+		case 'S': rs = strtoull(optarg, NULL, 0) | 1; break;
 		default: return 2;
 		}
 	}
@@ -600,6 +869,11 @@ int main(int argc, char **argv)
 		return cmd_stats();
 	if (!strcmp(cmd, "badinput"))
 		return cmd_badinput();
+	if (!strcmp(cmd, "fuzz")) {
+		if (count == 10)
+			count = 60;
+		return cmd_fuzz();
+	}
 	if (!strcmp(cmd, "recv"))
 		return cmd_recv();
 	if (!strcmp(cmd, "send"))

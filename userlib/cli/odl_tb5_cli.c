@@ -182,13 +182,40 @@ static uint64_t pat_check(const uint8_t *p, uint64_t n, uint64_t s)
 /* ------------------------------------------------------------------ */
 /* handles */
 
-static odl_tb5_t *open_port(uint32_t port)
+/*
+ * Kernel devices: size the driver buffers for what the port needs (the
+ * window of messages, or one message, per direction; 64 KiB for the
+ * control port) instead of the library's default 2 x 8 MiB per direction,
+ * so many streams fit the driver's memory limit. msg_size 0: control port.
+ */
+static uint64_t kernel_ring_bytes(uint64_t msg_size)
+{
+	uint64_t pg = 4096, one, need, rb;
+
+	if (O.device && !strncmp(O.device, "shm:", 4))
+		return 0;
+	if (!msg_size)
+		return 64 * 1024;
+	one = (msg_size + pg - 1) / pg * pg;
+	need = one * O.window;			/* per direction, 2 driver buffers */
+	rb = (need / 2 + pg - 1) / pg * pg;
+	if (rb < one)
+		rb = one;
+	if (rb < 64 * 1024)
+		rb = 64 * 1024;
+	if (rb > 64ull << 20)
+		rb = 64ull << 20;
+	return rb;
+}
+
+static odl_tb5_t *open_port_sized(uint32_t port, uint64_t msg_size)
 {
 	struct odl_tb5_open_opts o;
 	odl_tb5_t *h;
 	int r;
 
 	odl_tb5_open_opts_init(&o);
+	o.ring_bytes = kernel_ring_bytes(msg_size);
 	o.port = port;
 	o.role = O.server ? ODL_TB5_ROLE_A : ODL_TB5_ROLE_B;
 	o.timeout_ms = O.timeout_ms;
@@ -205,6 +232,11 @@ static odl_tb5_t *open_port(uint32_t port)
 		open_handles[n_open++] = h;
 	pthread_mutex_unlock(&open_lock);
 	return h;
+}
+
+static odl_tb5_t *open_port(uint32_t port)
+{
+	return open_port_sized(port, 0);
 }
 
 static void close_all(void)
@@ -437,7 +469,7 @@ static void run_duplex(struct stream *s)
 	uint32_t nfree = 0;
 	uint64_t inflight = 0, last_progress = now_ns(), sub = s->size ? s->size : 1;
 	struct odl_tb5_completion c[64];
-	bool sending = src;
+	bool sending = src, send_full = false;
 
 	if (!tid || !rid || !tb || !rb || !free_tx)
 		die("out of memory");
@@ -466,13 +498,16 @@ static void run_duplex(struct stream *s)
 
 		if (atomic_load(&g_abort))
 			break;
+		send_full = false;
 		while (sending && nfree && more_to_send(s) && !s->fail) {
 			uint32_t k = free_tx[nfree - 1];
 
 			fill_tx(s, tb[k], s->sent);
 			r = odl_tb5_send(s->h, tid[k], 0, s->size, k, ODL_TB5_F_NONBLOCK);
-			if (r == -EAGAIN)
+			if (r == -EAGAIN) {
+				send_full = true;
 				break;
+			}
 			if (r) {
 				stream_fail(s, "send: %s", errs(r));
 				break;
@@ -494,7 +529,11 @@ static void run_duplex(struct stream *s)
 			break;
 		if (s->fail && !inflight)
 			break;
-		r = odl_tb5_poll(s->h, c, 64, sending ? 0 : 1,
+		/* wait (1 ms at most, woken by the first completion) unless
+		 * there is something left to send right now: spinning here
+		 * would only burn the CPU the transfer needs
+		 */
+		r = odl_tb5_poll(s->h, c, 64, sending && nfree && !send_full ? 0 : 1,
 				 O.busy ? ODL_TB5_F_BUSY_POLL : 0);
 		if (r == -EAGAIN || r == -ETIMEDOUT) {
 			if (now_ns() - last_progress > (uint64_t)O.timeout_ms * 1000000ull) {
@@ -896,18 +935,20 @@ static void setup_streams(bool client)
 static void open_streams(void)
 {
 	for (uint32_t i = 0; i < NS; i++)
-		S[i].h = open_port(S[i].port);
+		S[i].h = open_port_sized(S[i].port, S[i].size ? S[i].size : 1);
 }
 
 static void check_size(odl_tb5_t *h)
 {
 	struct odl_tb5_info in;
 
+	/* each stream against its own handle (kernel: buffers sized per port) */
+	for (uint32_t i = 0; i < NS; i++)
+		if (S[i].h && odl_tb5_info(S[i].h, &in) == 0 &&
+		    S[i].size > in.max_msg_size)
+			die("--size %" PRIu64 " exceeds the device's maximum message "
+			    "size %" PRIu64, S[i].size, in.max_msg_size);
 	if (odl_tb5_info(h, &in) == 0) {
-		for (uint32_t i = 0; i < NS; i++)
-			if (S[i].size > in.max_msg_size)
-				die("--size %" PRIu64 " exceeds the device's maximum message "
-				    "size %" PRIu64, S[i].size, in.max_msg_size);
 		if (!strcmp(in.backend, "kernel"))
 			for (uint32_t i = 0; i < NS; i++)
 				if (!S[i].size)
