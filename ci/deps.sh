@@ -7,7 +7,7 @@ PKGS=(
   build-essential pkg-config check lcov python3 python3-venv
   meson ninja-build libglib2.0-dev libpixman-1-dev flex bison zlib1g-dev
   libfdt-dev dpkg-dev busybox-static cpio xz-utils zstd kmod
-  util-linux gzip
+  util-linux gzip debootstrap
   # firmware blobs stripped from Debian's qemu source (used via qemu -L)
   seabios ipxe-qemu qemu-system-data
 )

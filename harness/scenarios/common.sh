@@ -12,14 +12,41 @@ pair_down() {
 	"$VMPAIR" down >/dev/null 2>&1 || true
 }
 
+# pair_profile [vmpair up options]: the profile host a will run (the last
+# --profile/--profile-a given, else SIM_PROFILE, else generic)
+pair_profile() {
+	local p=${SIM_PROFILE:-generic}
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--profile|--profile-a) p=$2; shift ;;
+		--qemu-extra) break ;;
+		esac
+		shift
+	done
+	echo "$p"
+}
+
 # pair_up [vmpair up options]: boot the pair or bail out with the evidence.
 pair_up() {
-	local out
+	local out extra=()
 	tap_cleanup pair_down
-	# SIM_KERNEL (set by sim-test for NAME@KERNEL) picks the guest kernel
+	# intel-falcon-ridge: Linux takes the software CM only on an Apple
+	# machine (docs/profiles.md); the DMI vendor makes the VM one.
+	case " $* ${SIM_PROFILE:-} " in
+	*" intel-falcon-ridge "*)
+		extra=(--qemu-extra -smbios "type=1,manufacturer=Apple Inc.") ;;
+	esac
+	# SIM_KERNEL (set by sim-test for NAME@KERNEL) picks the guest kernel,
+	# SIM_PROFILE (NAME%PROFILE) the controller profile of both hosts (a
+	# scenario's own --profile options come later and win),
+	# SIM_CAPTURE=1 adds --capture (cable/capture.odlcap; sim-test keeps it
+	# only when the scenario fails).
 	# PAIR_EXTRA: more vmpair up options from a scenario variant (--iommu)
 	# shellcheck disable=SC2086
-	if ! out=$("$VMPAIR" up ${SIM_KERNEL:+--kernel "$SIM_KERNEL"} ${PAIR_EXTRA:-} "$@" 2>&1); then
+	if ! out=$("$VMPAIR" up ${SIM_KERNEL:+--kernel "$SIM_KERNEL"} \
+		${SIM_PROFILE:+--profile "$SIM_PROFILE"} \
+		$([ "${SIM_CAPTURE:-0}" = 1 ] && echo --capture) \
+		${PAIR_EXTRA:-} "$@" "${extra[@]}" 2>&1); then
 		diag "vmpair up failed:" "$out"
 		evidence
 		bail_out "could not start the VM pair"
@@ -27,11 +54,110 @@ pair_up() {
 	diag "$(printf '%s\n' "$out" | tail -n 1)"
 }
 
-# The NHI's PCI address in guest $1 (class 0c0340).
+# The guest's kernel release (uname -r) and whether it is at least X.Y.
+kernel_at_least() { # GUEST MAJOR MINOR
+	local r
+	r=$(vm "$1" uname -r) || return 2
+	awk -v r="$r" -v M="$2" -v m="$3" 'BEGIN { split(r, v, /[.-]/);
+		exit !(v[1] > M || (v[1] == M && v[2] >= m)) }'
+}
+
+# QMP and the usb4-nhi QOM properties (docs/profiles.md, "Fault hooks").
+# qmp GUEST JSON...: send each command (after qmp_capabilities) to QEMU of
+# GUEST ($VMPAIR_STATE/GUEST-qmp.sock); prints each "return" as JSON, one
+# line per command; non-zero on an error reply.
+qmp() {
+	local v=$1
+	shift
+	python3 - "$VMPAIR_STATE/$v-qmp.sock" "$@" <<'PYEOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def reply():
+    while True:
+        m = json.loads(f.readline())
+        if "return" in m or "error" in m:
+            return m
+json.loads(f.readline())  # greeting
+f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n"); f.flush(); reply()
+rc = 0
+for cmd in sys.argv[2:]:
+    f.write(cmd + "\n"); f.flush()
+    m = reply()
+    if "error" in m:
+        print("qmp error: %s" % m["error"].get("desc"), file=sys.stderr)
+        rc = 1
+    else:
+        print(json.dumps(m["return"]))
+sys.exit(rc)
+PYEOF
+}
+
+# nhi_qom_path GUEST: QOM path of the usb4-nhi device (remembered when
+# called outside a command substitution)
+nhi_qom_path() {
+	local var=_NHI_QOM_$1 p
+	if [ -z "${!var:-}" ]; then
+		p=$(qmp "$1" '{"execute":"qom-list","arguments":{"path":"/machine/peripheral-anon"}}' |
+			python3 -c 'import json, sys
+for e in json.loads(sys.stdin.read() or "[]"):
+    if e.get("type") == "child<usb4-nhi>":
+        print("/machine/peripheral-anon/" + e["name"]); break') || return 1
+		[ -n "$p" ] || return 1
+		printf -v "$var" '%s' "$p"
+	fi
+	echo "${!var}"
+}
+
+# nhi_stats GUEST [KEY]: the model's counters ("k=v k=v ..."), or one value
+nhi_stats() {
+	local p s
+	p=$(nhi_qom_path "$1") || return 1
+	s=$(qmp "$1" "{\"execute\":\"qom-get\",\"arguments\":{\"path\":\"$p\",\"property\":\"stats\"}}") || return 1
+	s=$(printf '%s' "$s" | python3 -c 'import json, sys; print(json.loads(sys.stdin.read()))')
+	if [ $# -ge 2 ]; then
+		printf '%s\n' "$s" | tr ' ' '\n' | sed -n "s/^$2=//p"
+	else
+		printf '%s\n' "$s"
+	fi
+}
+
+# nhi_fault GUEST "TEXT": set the model's fault property (e.g.
+# "drop-irq rx=1 nth=3", "clear")
+nhi_fault() {
+	local p
+	p=$(nhi_qom_path "$1") || return 1
+	qmp "$1" "$(python3 -c 'import json, sys
+print(json.dumps({"execute": "qom-set", "arguments": {"path": sys.argv[1], "property": "fault", "value": sys.argv[2]}}))' "$p" "$2")" >/dev/null
+}
+
+# profile_key PROFILE KEY: a key of hw-model/profiles/PROFILE.profile (or of
+# a profile file given as a path; keys it lacks come from generic)
+profile_key() {
+	local f v
+	case $1 in */*) f=$1 ;; *) f=$SCEN_DIR/../../hw-model/profiles/$1.profile ;; esac
+	for f in "$f" "$SCEN_DIR/../../hw-model/profiles/generic.profile"; do
+		v=$(sed -n "s/^[[:space:]]*$2[[:space:]]*=[[:space:]]*\([^#[:space:]]*\).*/\1/p" "$f" 2>/dev/null | tail -n 1)
+		[ -n "$v" ] && { echo "$v"; return 0; }
+	done
+	return 1
+}
+
+# The NHI's PCI address in guest $1: class 0c0340, or the PCI ID of one of
+# the profiles (intel-falcon-ridge has class 088000, as the real part)
 nhi_bdf() {
+	local ids="" f
+	for f in "$SCEN_DIR"/../../hw-model/profiles/*.profile; do
+		ids="$ids $(sed -n 's/^pci_vendor *= *\(0x[0-9a-fA-F]*\).*/\1/p' "$f"):$(sed -n 's/^pci_device *= *\(0x[0-9a-fA-F]*\).*/\1/p' "$f")"
+	done
 	vm "$1" sh -c 'for d in /sys/bus/pci/devices/*; do
 		[ "$(cat $d/class)" = 0x0c0340 ] && { basename $d; exit 0; }
-	done; exit 1'
+	done
+	for d in /sys/bus/pci/devices/*; do
+		case " $0 " in *" $(cat $d/vendor):$(cat $d/device) "*) basename $d; exit 0 ;; esac
+	done; exit 1' "$ids"
 }
 
 # Lines of guest $1's kernel log that show a thunderbolt error, warning,
@@ -43,13 +169,19 @@ nhi_bdf() {
 # Newer kernels (6.5+) also warn that the platform firmware (ACPI) declares
 # no device links from tunnelled PCIe/USB3 ports to the NHI: a VM's ACPI
 # tables describe no such ports, a fact about the platform, not the NHI.
+# Linux >= 6.8 logs a USB4 v2 host router's successful reset at probe
+# (nhi_reset(); intel-barlow-ridge) with dev_warn: not a problem either.
 tb_problems() {
 	vm "$1" sh -c 'dmesg -r | awk '\''
 		{ lvl = substr($0, 2, index($0, ">") - 2) + 0; lvl = lvl % 8 }
-		/WARNING:|Call Trace|Oops|BUG:|general protection|Kernel panic/ { print; next }
+		# a Call Trace comes with the lines that say why (RCU stall, hung task)
+		/Call Trace/ { if (p2 != "") print "  " p2; if (p1 != "") print "  " p1; print; p1 = p2 = ""; next }
+		{ p2 = p1; p1 = $0 }
+		/WARNING:|Oops|BUG:|general protection|Kernel panic/ { print; next }
 		/DMAR:.*(fault addr|handling fault)/ { print; next }
 		/suspect GRO implementation/ { next }
 		/device links to tunneled native ports are missing/ { next }
+		/host router reset successful/ { next }
 		lvl <= 4 && /thunderbolt|usb4/ { print }'\'''
 }
 

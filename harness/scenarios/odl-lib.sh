@@ -12,7 +12,7 @@ ODL_RING_SIZE=${ODL_RING_SIZE-}
 
 odl_need_build() {
 	[ -f "$ODL_KO" ] && [ -x "$ODL_XFER" ] ||
-		bail_out "build/driver/odl_tb5.ko or odl_xfer missing: run 'make driver'"
+		bail_out "$ODL_KO or $ODL_XFER missing: run 'make driver' (or driver-KERNEL)"
 	[ -x "$ODL_CLI_BIN" ] ||
 		bail_out "build/userlib/odl_tb5_cli.static missing: run 'make userlib'"
 }
