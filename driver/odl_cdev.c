@@ -94,6 +94,7 @@ static long odl_ioc_info(struct odl_file *f, unsigned long arg)
 	info.rx_ring_size = dev->ring_size;
 	info.frame_size = ODL_TB5_FRAME_SIZE;
 	info.max_msg_size = ODL_MAX_MSG;
+	info.e2e_setting = odl_e2e_setting();
 	spin_lock(&dev->lock);
 	info.state = dev->connected ? ODL_TB5_STATE_CONNECTED :
 				      ODL_TB5_STATE_DISCONNECTED;
@@ -101,11 +102,66 @@ static long odl_ioc_info(struct odl_file *f, unsigned long arg)
 	info.generation = dev->generation;
 	info.features = dev->features;
 	info.bound_port = f->port;
+	info.flow_control = dev->flow;
+	info.link_changes = dev->stats.link_changes;
+	info.e2e_fallback = dev->e2e_fallen_back;
 	spin_unlock(&dev->lock);
 	info.buf_count = f->area ? f->tx_count + f->rx_count : 0;
 	return odl_copy_out(arg, &info, sizeof(info), usize);
 }
 
+
+/* ---------------------------------------------------------------------
+ * sysfs (on /sys/class/odl_tb5/odl_tb5_N): the mitigation state for
+ * scripts that have no ioctl client
+ */
+static const char * const odl_flow_names[] = {
+	[ODL_FLOW_NONE] = "none",
+	[ODL_FLOW_E2E] = "e2e",
+	[ODL_FLOW_SW] = "sw-credits",
+};
+
+static ssize_t flow_control_show(struct device *d,
+				 struct device_attribute *attr, char *buf)
+{
+	struct odl_dev *dev = dev_get_drvdata(d);
+	enum odl_flow flow;
+
+	spin_lock(&dev->lock);
+	flow = dev->flow;
+	spin_unlock(&dev->lock);
+	return sysfs_emit(buf, "%s\n", odl_flow_names[flow]);
+}
+static DEVICE_ATTR_RO(flow_control);
+
+static ssize_t mitigations_show(struct device *d,
+				struct device_attribute *attr, char *buf)
+{
+	static const char * const e2e_names[] = { "auto", "on", "off" };
+	struct odl_dev *dev = dev_get_drvdata(d);
+	struct odl_stats st;
+	bool fell_back;
+
+	spin_lock(&dev->lock);
+	st = dev->stats;
+	fell_back = dev->e2e_fallen_back;
+	spin_unlock(&dev->lock);
+	return sysfs_emit(buf,
+			  "e2e=%s e2e_fallback=%d irq_recoveries=%llu tx_wedges=%llu e2e_fallbacks=%llu sw_credit_stalls=%llu credit_frames=%llu link_changes=%llu link=%ux%u\n",
+			  e2e_names[odl_e2e_setting()], fell_back,
+			  st.irq_recoveries, st.tx_wedges, st.e2e_fallbacks,
+			  st.sw_credit_stalls, st.credit_frames,
+			  st.link_changes, odl_xd_lanes(dev->xd),
+			  READ_ONCE(dev->xd->link_speed));
+}
+static DEVICE_ATTR_RO(mitigations);
+
+static struct attribute *odl_dev_attrs[] = {
+	&dev_attr_flow_control.attr,
+	&dev_attr_mitigations.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(odl_dev);
 
 /*
  * Buffer areas are kernel memory the OOM killer cannot charge to their
@@ -400,7 +456,8 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 			  &usize);
 	if (ret)
 		return ret;
-	if (!pq.max_entries || pq.max_entries > ODL_CQ_SIZE || pq.reserved ||
+	if (!pq.max_entries || pq.max_entries > ODL_CQ_SIZE ||
+	    (pq.flags & ~ODL_TB5_POLL_F_ETIMEDOUT) ||
 	    pq.entry_size < ODL_TB5_COMPLETION_SIZE_VER0 ||
 	    pq.entry_size > 4096 || pq.timeout_ms < -1 || !pq.entries_ptr)
 		return -EINVAL;
@@ -426,6 +483,10 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 		}
 		if (t < 0 && !odl_cq_ready(f))
 			return -EINTR;
+		/* a bounded wait that ended empty: say so if asked to */
+		if (pq.timeout_ms > 0 && !odl_cq_ready(f) &&
+		    (pq.flags & ODL_TB5_POLL_F_ETIMEDOUT))
+			return -ETIMEDOUT;
 	}
 
 	tmp = kvcalloc(pq.max_entries, sizeof(*tmp), GFP_KERNEL);
@@ -504,6 +565,10 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	st.link_resets = snap.link_resets;
 	st.logins = snap.logins;
 	st.rx_stalls = snap.rx_stalls;
+	st.irq_recoveries = snap.irq_recoveries;
+	st.tx_wedges = snap.tx_wedges;
+	st.e2e_fallbacks = snap.e2e_fallbacks;
+	st.sw_credit_stalls = snap.sw_credit_stalls;
 	ret = odl_copy_out(arg, &st, sizeof(st), usize);
 	if (ret || !reset)
 		return ret;
@@ -824,8 +889,10 @@ int odl_cdev_add(struct odl_dev *dev)
 	odl_slots[idx].used = true;
 	uuid_copy(&odl_slots[idx].uuid, uuid);
 	dev->index = idx;
-	d = device_create(odl_class, &dev->svc->dev, MKDEV(MAJOR(odl_devt), idx),
-			  dev, ODL_TB5_DEV_PREFIX "%d", idx);
+	d = device_create_with_groups(odl_class, &dev->svc->dev,
+				      MKDEV(MAJOR(odl_devt), idx), dev,
+				      odl_dev_groups, ODL_TB5_DEV_PREFIX "%d",
+				      idx);
 	if (IS_ERR(d)) {
 		mutex_unlock(&odl_slots_lock);
 		return PTR_ERR(d);

@@ -10,6 +10,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/delay.h>
+#include <linux/list_sort.h>
 #include <linux/dma-mapping.h>
 #include <linux/log2.h>
 #include <linux/module.h>
@@ -49,7 +50,17 @@ MODULE_PARM_DESC(ring_size,
 static char *e2e = "auto";
 module_param(e2e, charp, 0444);
 MODULE_PARM_DESC(e2e,
-		 "end-to-end flow control on the RX ring: auto|on|off (default: auto = if the peer offers it)");
+		 "end-to-end flow control on the RX ring: auto|on|off (default: auto = if the peer offers it, falling back to software credits when the TX ring wedges)");
+
+static unsigned int poll_ms = 20;
+module_param(poll_ms, uint, 0644);
+MODULE_PARM_DESC(poll_ms,
+		 "completion poll period: a completion left for this long without its interrupt is picked up by the poll, 0 = off (default: 20)");
+
+static unsigned int tx_wedge_ms;
+module_param(tx_wedge_ms, uint, 0644);
+MODULE_PARM_DESC(tx_wedge_ms,
+		 "TX descriptors posted and not consumed for this long with E2E on is a wedge (e2e=auto: fall back to software credits); 0 = rx_stall_ms + 2000, longer than any hold of a healthy peer (default: 0)");
 
 static unsigned int rx_stall_ms = 10000;
 module_param(rx_stall_ms, uint, 0644);
@@ -63,6 +74,11 @@ MODULE_PARM_DESC(busy_poll,
 
 enum odl_e2e_mode { ODL_E2E_AUTO, ODL_E2E_ON, ODL_E2E_OFF };
 static enum odl_e2e_mode odl_e2e_mode;
+
+u32 odl_e2e_setting(void)
+{
+	return odl_e2e_mode;
+}
 
 static struct tb_property_dir *odl_dir;
 
@@ -159,7 +175,7 @@ static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
 
 static u32 odl_local_features(const struct odl_dev *dev)
 {
-	return dev->e2e ? ODL_TB5_FEAT_E2E : 0;
+	return (dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS;
 }
 
 /* ---------------------------------------------------------------------
@@ -307,9 +323,39 @@ static void odl_match_pending(struct odl_dev *dev, struct odl_file *f)
  * TX
  */
 
+/* Send a software credit frame if one is due (dev->lock held). */
+static void odl_tx_credit(struct odl_dev *dev)
+{
+	struct odl_frame_hdr *h;
+	struct odl_frame *fr;
+
+	if (!dev->credit_pending || list_empty(&dev->tx_free))
+		return;
+	fr = list_first_entry(&dev->tx_free, struct odl_frame, list);
+	h = fr->buf;
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_le32(ODL_CREDIT_MAGIC);
+	h->seq = cpu_to_le32(dev->rx_ack);
+	fr->frame.size = ODL_HDR_SIZE;
+	fr->frame.sof = ODL_PDF_SOF;
+	fr->frame.eof = ODL_PDF_CREDIT;
+	fr->frame.flags = 0;
+	fr->send = NULL;
+	if (tb_ring_tx(dev->tx_ring, &fr->frame))
+		return;
+	list_del(&fr->list);
+	dev->tx_inflight++;
+	dev->credit_pending = false;
+	dev->rx_ack_sent = dev->rx_ack;
+	dev->rx_ack_time = jiffies;
+	dev->stats.credit_frames++;
+}
+
 /* Fill free frames from the send queue (dev->lock held). */
 static void odl_tx_pump(struct odl_dev *dev)
 {
+	if (dev->connected && dev->rx_sw)
+		odl_tx_credit(dev);
 	while (dev->connected && !list_empty(&dev->txq)) {
 		struct odl_send *s;
 		struct odl_frame *fr;
@@ -321,6 +367,13 @@ static void odl_tx_pump(struct odl_dev *dev)
 		if (list_empty(&dev->tx_free) ||
 		    dev->tx_inflight >= dev->tx_window) {
 			dev->stats.credit_stalls++;
+			return;
+		}
+		/* software credits: never more data frames than the peer's
+		 * RX ring has room for
+		 */
+		if (dev->tx_sw && dev->tx_seq - dev->peer_ack >= dev->sw_window) {
+			dev->stats.sw_credit_stalls++;
 			return;
 		}
 		s = list_first_entry(&dev->txq, struct odl_send, list);
@@ -378,10 +431,18 @@ static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	dev->tx_inflight--;
 	if (s) {
 		s->inflight--;
-		if (canceled && !s->status)
+		if (canceled && dev->resuming && !s->status) {
+			/* E2E fallback: the message is sent again after the
+			 * re-login (odl_requeue_sends)
+			 */
+			if (!s->inflight && list_empty(&s->list))
+				list_add_tail(&s->list, &dev->tx_requeue);
+			s = NULL;
+		} else if (canceled && !s->status) {
 			s->status = -ECONNRESET;
+		}
 		/* fully queued (off txq) and nothing left on the ring */
-		if (!s->inflight && list_empty(&s->list))
+		if (s && !s->inflight && list_empty(&s->list))
 			odl_send_done(dev, s);
 	}
 	if (!canceled)
@@ -396,7 +457,7 @@ int odl_queue_send(struct odl_dev *dev, struct odl_send *s)
 		spin_unlock(&dev->lock);
 		return -ENODEV;
 	}
-	if (!dev->connected) {
+	if (!dev->connected && !dev->resuming) {
 		spin_unlock(&dev->lock);
 		return -ENOTCONN;
 	}
@@ -596,6 +657,8 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	}
 	dev->rx.seq_valid = true;
 	dev->rx.expect_seq = seq + 1;
+	if ((s32)(seq + 1 - dev->rx_ack) > 0)
+		dev->rx_ack = seq + 1;
 
 	if (dev->rx.active &&
 	    (off == 0 || msg_id != dev->rx.msg_id || msg_len != dev->rx.len ||
@@ -666,6 +729,38 @@ static void odl_rx_kick(struct odl_dev *dev)
 		mod_delayed_work(system_wq, &dev->rx_replay, 0);
 }
 
+/* SW credits: tell the peer once a batch of frames was processed
+ * (dev->lock held)
+ */
+static void odl_rx_credit_due(struct odl_dev *dev)
+{
+	if (dev->rx_sw && dev->rx_ack - dev->rx_ack_sent >= dev->ring_size / 8) {
+		dev->credit_pending = true;
+		odl_tx_pump(dev);
+	}
+}
+
+/* A credit frame from the peer (dev->lock held). */
+static void odl_rx_credit_frame(struct odl_dev *dev, struct odl_frame *fr)
+{
+	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
+	const struct odl_frame_hdr *h = fr->buf;
+	u32 ack;
+
+	if ((fr->frame.flags &
+	     (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN)) ||
+	    size < ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
+	    le32_to_cpu(h->magic) != ODL_CREDIT_MAGIC) {
+		dev->stats.desc_errors++;
+		return;
+	}
+	ack = le32_to_cpu(h->seq);
+	/* only forward, and never past what was sent */
+	if ((s32)(ack - dev->peer_ack) > 0 && (s32)(ack - dev->tx_seq) <= 0)
+		dev->peer_ack = ack;
+	odl_tx_pump(dev);
+}
+
 static void odl_rx_repost(struct odl_dev *dev, struct odl_frame *fr)
 {
 	fr->frame.size = 0;
@@ -694,6 +789,8 @@ static void odl_rx_replay_work(struct work_struct *work)
 		force = false;
 		list_move_tail(&fr->list, &done);
 	}
+	if (dev->connected)
+		odl_rx_credit_due(dev);
 	if (!dev->connected)
 		list_splice_init(&dev->rx_held, &done);
 	spin_unlock(&dev->lock);
@@ -714,12 +811,18 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	if (canceled)
 		return;
 	spin_lock(&dev->lock);
-	if (dev->connected &&
-	    (!list_empty(&dev->rx_held) || odl_rx_frame(dev, fr, false))) {
+	if (dev->connected && fr->frame.eof == ODL_PDF_CREDIT) {
+		/* never held: credits must pass held data frames */
+		odl_rx_credit_frame(dev, fr);
+	} else if (dev->connected &&
+		   (!list_empty(&dev->rx_held) ||
+		    odl_rx_frame(dev, fr, false))) {
 		list_add_tail(&fr->list, &dev->rx_held);
 		odl_rx_stall(dev);
 		spin_unlock(&dev->lock);
 		return;
+	} else if (dev->connected) {
+		odl_rx_credit_due(dev);
 	}
 	repost = dev->connected;
 	spin_unlock(&dev->lock);
@@ -763,6 +866,8 @@ void odl_file_detach(struct odl_dev *dev, struct odl_file *f)
 		kvfree(p->data);
 		kfree(p);
 	}
+	/* sends waiting for a fallback re-login are queued sends too */
+	list_splice_init(&dev->tx_requeue, &dev->txq);
 	list_for_each_entry_safe(s, sn, &dev->txq, list) {
 		if (s->file != f)
 			continue;
@@ -837,20 +942,29 @@ static struct odl_frame *odl_alloc_frames(struct odl_dev *dev,
 	return frames;
 }
 
+/* conn_lock held (or probe/remove), rings stopped */
 static void odl_free_rings(struct odl_dev *dev)
 {
+	struct odl_frame *tx_frames, *rx_frames;
+
+	/* odl_file_detach looks at the TX frames under the lock */
+	spin_lock(&dev->lock);
+	tx_frames = dev->tx_frames;
+	rx_frames = dev->rx_frames;
+	dev->tx_frames = NULL;
+	dev->rx_frames = NULL;
+	INIT_LIST_HEAD(&dev->tx_free);
+	spin_unlock(&dev->lock);
 	if (dev->rx_ring) {
-		odl_free_frames(dev, dev->rx_frames, dev->rx_ring);
+		odl_free_frames(dev, rx_frames, dev->rx_ring);
 		tb_ring_free(dev->rx_ring);
 	}
 	if (dev->local_transmit_path > 0)
 		tb_xdomain_release_out_hopid(dev->xd, dev->local_transmit_path);
 	if (dev->tx_ring) {
-		odl_free_frames(dev, dev->tx_frames, dev->tx_ring);
+		odl_free_frames(dev, tx_frames, dev->tx_ring);
 		tb_ring_free(dev->tx_ring);
 	}
-	dev->rx_frames = NULL;
-	dev->tx_frames = NULL;
 	dev->rx_ring = NULL;
 	dev->tx_ring = NULL;
 	dev->local_transmit_path = 0;
@@ -861,7 +975,9 @@ static int odl_alloc_rings(struct odl_dev *dev)
 	struct tb_xdomain *xd = dev->xd;
 	unsigned int flags = RING_FLAG_FRAME;
 	u16 sof_mask = BIT(ODL_PDF_SOF);
-	u16 eof_mask = BIT(ODL_PDF_EOF_MID) | BIT(ODL_PDF_EOF_LAST);
+	u16 eof_mask = BIT(ODL_PDF_EOF_MID) | BIT(ODL_PDF_EOF_LAST) |
+		       BIT(ODL_PDF_CREDIT);
+	struct odl_frame *tx_frames, *rx_frames;
 	int hopid, i;
 
 	dev->tx_ring = tb_ring_alloc_tx(xd->tb->nhi, -1, dev->ring_size,
@@ -882,32 +998,75 @@ static int odl_alloc_rings(struct odl_dev *dev)
 					NULL, NULL);
 	if (!dev->rx_ring)
 		goto nomem;
-	dev->tx_frames = odl_alloc_frames(dev, dev->tx_ring, odl_tx_callback);
-	dev->rx_frames = odl_alloc_frames(dev, dev->rx_ring, odl_rx_callback);
-	if (!dev->tx_frames || !dev->rx_frames)
+	tx_frames = odl_alloc_frames(dev, dev->tx_ring, odl_tx_callback);
+	rx_frames = odl_alloc_frames(dev, dev->rx_ring, odl_rx_callback);
+	spin_lock(&dev->lock);
+	dev->tx_frames = tx_frames;
+	dev->rx_frames = rx_frames;
+	if (tx_frames)
+		for (i = 0; i < dev->ring_size; i++)
+			list_add_tail(&tx_frames[i].list, &dev->tx_free);
+	spin_unlock(&dev->lock);
+	if (!tx_frames || !rx_frames)
 		goto nomem;
-	for (i = 0; i < dev->ring_size; i++)
-		list_add_tail(&dev->tx_frames[i].list, &dev->tx_free);
 	return 0;
 
 nomem:
-	INIT_LIST_HEAD(&dev->tx_free);
 	odl_free_rings(dev);
 	return -ENOMEM;
+}
+
+/* Fail every queued send (dev->lock held). */
+static void odl_fail_txq(struct odl_dev *dev, int status)
+{
+	struct odl_send *s, *sn;
+
+	list_splice_init(&dev->tx_requeue, &dev->txq);
+	list_for_each_entry_safe(s, sn, &dev->txq, list) {
+		list_del_init(&s->list);
+		s->status = status;
+		if (!s->inflight)
+			odl_send_done(dev, s);
+	}
+}
+
+static int odl_send_cmp(void *priv, const struct list_head *a,
+			const struct list_head *b)
+{
+	const struct odl_send *sa = list_entry(a, struct odl_send, list);
+	const struct odl_send *sb = list_entry(b, struct odl_send, list);
+
+	return (s32)(sa->msg_id - sb->msg_id) > 0;
+}
+
+/* After the rings stopped for a fallback: every message not completed
+ * goes back to the send queue, in its original order, from its start
+ * (dev->lock held).
+ */
+static void odl_requeue_sends(struct odl_dev *dev)
+{
+	struct odl_send *s;
+
+	list_splice_init(&dev->txq, &dev->tx_requeue);
+	list_sort(NULL, &dev->tx_requeue, odl_send_cmp);
+	list_splice_init(&dev->tx_requeue, &dev->txq);
+	list_for_each_entry(s, &dev->txq, list)
+		s->pos = 0;
 }
 
 /* conn_lock held */
 static void odl_disconnect(struct odl_dev *dev, const char *why)
 {
-	struct odl_send *s, *sn;
-	LIST_HEAD(failed);
+	bool resuming;
 
 	if (!dev->connected)
 		return;
 	dev_info(&dev->svc->dev, "disconnected from peer (%s)\n", why);
 	spin_lock(&dev->lock);
 	dev->connected = false;
+	resuming = dev->resuming;
 	spin_unlock(&dev->lock);
+	cancel_delayed_work_sync(&dev->watchdog);
 
 	tb_xdomain_disable_paths(dev->xd, dev->local_transmit_path,
 				 dev->tx_ring->hop, dev->remote_transmit_path,
@@ -925,16 +1084,16 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 	/* held frames are off the ring; the next connect posts every frame */
 	INIT_LIST_HEAD(&dev->rx_held);
 	dev->rx_stalled = false;
-	list_for_each_entry_safe(s, sn, &dev->txq, list) {
-		list_del_init(&s->list);
-		s->status = -ECONNRESET;
-		if (!s->inflight)
-			odl_send_done(dev, s);
-	}
+	if (resuming)
+		odl_requeue_sends(dev);
+	else
+		odl_fail_txq(dev, -ECONNRESET);
 	odl_rx_abort(dev, -ECONNRESET, false);
 	dev->rx.seq_valid = false;
 	dev->stats.link_resets++;
-	odl_event_all(dev, -ECONNRESET, ODL_TB5_CF_LINK_DOWN);
+	/* a fallback is invisible to the files: sends go on after it */
+	if (!resuming)
+		odl_event_all(dev, -ECONNRESET, ODL_TB5_CF_LINK_DOWN);
 	spin_unlock(&dev->lock);
 }
 
@@ -965,6 +1124,21 @@ static void odl_try_connect(struct odl_dev *dev)
 	INIT_LIST_HEAD(&dev->rx_held);
 	dev->rx_stalled = false;
 	dev->tx_window = min(dev->ring_size, dev->peer_ring_size) - 1;
+	/* flow control: hardware E2E where the receiving RX ring has it,
+	 * else the receiver's software credits if both sides know them
+	 */
+	dev->rx_sw = !dev->e2e && (dev->features & ODL_TB5_FEAT_SW_CREDITS);
+	dev->tx_sw = !(dev->peer_features & ODL_TB5_FEAT_E2E) &&
+		     (dev->features & ODL_TB5_FEAT_SW_CREDITS);
+	dev->flow = dev->e2e ? ODL_FLOW_E2E :
+		    dev->rx_sw ? ODL_FLOW_SW : ODL_FLOW_NONE;
+	dev->sw_window = dev->peer_ring_size - 1 -
+			 min(64u, dev->peer_ring_size / 4);
+	dev->peer_ack = 0;
+	dev->rx_ack = 0;
+	dev->rx_ack_sent = 0;
+	dev->rx_ack_time = jiffies;
+	dev->credit_pending = false;
 	dev->connected = true;
 	spin_unlock(&dev->lock);
 
@@ -984,6 +1158,11 @@ static void odl_try_connect(struct odl_dev *dev)
 			ret);
 		spin_lock(&dev->lock);
 		dev->connected = false;
+		if (dev->resuming) {
+			odl_requeue_sends(dev);
+			dev->resuming = false;
+			odl_fail_txq(dev, -ECONNRESET);
+		}
 		spin_unlock(&dev->lock);
 		tb_ring_stop(dev->rx_ring);
 		tb_ring_stop(dev->tx_ring);
@@ -995,14 +1174,203 @@ static void odl_try_connect(struct odl_dev *dev)
 	spin_lock(&dev->lock);
 	dev->generation++;
 	dev->stats.logins++;
-	odl_event_all(dev, 0, ODL_TB5_CF_LINK_UP);
+	if (!dev->resuming)
+		odl_event_all(dev, 0, ODL_TB5_CF_LINK_UP);
+	dev->resuming = false;
 	odl_tx_pump(dev);
 	spin_unlock(&dev->lock);
+	memset(&dev->tx_watch, 0, sizeof(dev->tx_watch));
+	memset(&dev->rx_watch, 0, sizeof(dev->rx_watch));
+	dev->tx_watch.since = jiffies;
+	dev->link_speed = READ_ONCE(dev->xd->link_speed);
+	dev->link_lanes = odl_xd_lanes(dev->xd);
+	if (READ_ONCE(poll_ms))
+		queue_delayed_work(system_wq, &dev->watchdog,
+				   msecs_to_jiffies(READ_ONCE(poll_ms)));
 	dev_info(&dev->svc->dev,
-		 "connected: proto %u, TX HopID %d ring %d, RX HopID %d ring %d, %u descriptors, E2E %s\n",
+		 "connected: proto %u, TX HopID %d ring %d, RX HopID %d ring %d, %u descriptors, E2E %s, TX flow control %s\n",
 		 dev->proto_version, dev->local_transmit_path,
 		 dev->tx_ring->hop, dev->remote_transmit_path,
-		 dev->rx_ring->hop, dev->ring_size, dev->e2e ? "on" : "off");
+		 dev->rx_ring->hop, dev->ring_size, dev->e2e ? "on" : "off",
+		 dev->tx_sw ? "software credits" :
+		 (dev->peer_features & ODL_TB5_FEAT_E2E) ? "E2E" : "none");
+}
+
+/* ---------------------------------------------------------------------
+ * Completion poll and TX watchdog
+ */
+
+/*
+ * struct ring_desc is private to the thunderbolt driver; its layout is
+ * the NHI's (USB4 spec): 16 bytes, dword 2 holds length (bits 0-11), EOF,
+ * SOF and the flags in bits 20-31.
+ */
+#define ODL_DESC_DWORDS		4
+#define ODL_DESC_FLAGS_SHIFT	20
+
+static bool odl_desc_completed(struct tb_ring *ring, int idx)
+{
+	const __le32 *d = (const __le32 *)(void *)ring->descriptors;
+	u32 dw = le32_to_cpu(READ_ONCE(d[idx * ODL_DESC_DWORDS + 2]));
+
+	return (dw >> ODL_DESC_FLAGS_SHIFT) & RING_DESC_COMPLETED;
+}
+
+/* The ring's oldest posted descriptor: -1 none posted, 0 pending,
+ * 1 completed (@tail: its index).
+ */
+static int odl_ring_peek(struct tb_ring *ring, int *tail)
+{
+	unsigned long flags;
+	int ret = -1;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	*tail = ring->tail;
+	if (ring->running && ring->head != ring->tail)
+		ret = odl_desc_completed(ring, ring->tail);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return ret;
+}
+
+/*
+ * A descriptor completed for a whole poll period without the ring's work
+ * having taken it: its interrupt was lost. Run the work the interrupt
+ * would have run (it takes every completed frame, in order, and only it
+ * does: no reordering against a late interrupt).
+ */
+static int odl_ring_poll(struct odl_dev *dev, struct tb_ring *ring,
+			 struct odl_ring_watch *w)
+{
+	int tail, st = odl_ring_peek(ring, &tail);
+
+	if (st == 1) {
+		if (w->done_seen && w->tail == tail &&
+		    schedule_work(&ring->work)) {
+			spin_lock(&dev->lock);
+			dev->stats.irq_recoveries++;
+			spin_unlock(&dev->lock);
+		}
+		w->done_seen = true;
+	} else {
+		w->done_seen = false;
+	}
+	if (st != 0 || tail != w->tail) {
+		w->since = jiffies;
+		w->wedged = false;
+	}
+	w->tail = tail;
+	return st;
+}
+
+static void odl_watchdog_work(struct work_struct *work)
+{
+	struct odl_dev *dev = container_of(to_delayed_work(work),
+					   struct odl_dev, watchdog);
+	unsigned int wedge_ms = READ_ONCE(tx_wedge_ms);
+	unsigned int period = READ_ONCE(poll_ms);
+	unsigned int speed, lanes;
+	bool fallback = false;
+	int st;
+
+	if (!READ_ONCE(dev->connected))
+		return;
+	odl_ring_poll(dev, dev->rx_ring, &dev->rx_watch);
+	st = odl_ring_poll(dev, dev->tx_ring, &dev->tx_watch);
+
+	if (!wedge_ms)
+		wedge_ms = READ_ONCE(rx_stall_ms) + 2000;
+	if (st == 0 && !dev->tx_watch.wedged && !dev->xd->is_unplugged &&
+	    time_after(jiffies, dev->tx_watch.since +
+		       msecs_to_jiffies(wedge_ms))) {
+		/* posted, not consumed, no completion, no error */
+		dev->tx_watch.wedged = true;
+		spin_lock(&dev->lock);
+		dev->stats.tx_wedges++;
+		fallback = dev->connected && dev->e2e && !dev->tx_sw &&
+			   odl_e2e_mode == ODL_E2E_AUTO &&
+			   (dev->features & ODL_TB5_FEAT_SW_CREDITS);
+		spin_unlock(&dev->lock);
+		if (fallback)
+			queue_work(system_long_wq, &dev->fallback_work);
+	}
+
+	spin_lock(&dev->lock);
+	/* SW credits: a late batch, and a periodic repeat in case a credit
+	 * frame was lost
+	 */
+	if (dev->connected && dev->rx_sw &&
+	    (dev->rx_ack != dev->rx_ack_sent ||
+	     time_after(jiffies, dev->rx_ack_time + HZ))) {
+		dev->credit_pending = true;
+		odl_tx_pump(dev);
+	}
+	spin_unlock(&dev->lock);
+
+	/* a retrain: the thunderbolt core re-reads speed and width */
+	speed = READ_ONCE(dev->xd->link_speed);
+	lanes = odl_xd_lanes(dev->xd);
+	if (speed != dev->link_speed || lanes != dev->link_lanes) {
+		dev_info(&dev->svc->dev,
+			 "link now %u x %u Gb/s (was %u x %u Gb/s)\n",
+			 lanes, speed, dev->link_lanes, dev->link_speed);
+		dev->link_speed = speed;
+		dev->link_lanes = lanes;
+		spin_lock(&dev->lock);
+		dev->stats.link_changes++;
+		spin_unlock(&dev->lock);
+	}
+
+	if (READ_ONCE(dev->connected) && period)
+		queue_delayed_work(system_wq, &dev->watchdog,
+				   msecs_to_jiffies(period));
+}
+
+static int odl_alloc_rings(struct odl_dev *dev);
+
+/*
+ * The TX ring wedged with hardware E2E (amd-strix-halo: a second E2E RX
+ * ring on the NHI makes it drop the peer's credit grants): tear the rings
+ * down, set them up again without E2E and log in again offering software
+ * credits. Queued and unfinished sends survive and go out again.
+ */
+static void odl_fallback_work(struct work_struct *work)
+{
+	struct odl_dev *dev = container_of(work, struct odl_dev,
+					   fallback_work);
+	int ret;
+
+	mutex_lock(&dev->conn_lock);
+	if (dev->removing || !dev->connected || !dev->e2e)
+		goto out;
+	dev_warn(&dev->svc->dev,
+		 "TX ring wedged with E2E flow control; falling back to software credits\n");
+	spin_lock(&dev->lock);
+	dev->resuming = true;
+	dev->stats.e2e_fallbacks++;
+	spin_unlock(&dev->lock);
+	odl_disconnect(dev, "E2E fallback");
+	dev->e2e = false;
+	dev->e2e_fallen_back = true;
+	odl_free_rings(dev);
+	ret = odl_alloc_rings(dev);
+	if (ret) {
+		dev_err(&dev->svc->dev, "cannot allocate rings: %d\n", ret);
+		spin_lock(&dev->lock);
+		dev->resuming = false;
+		odl_fail_txq(dev, -ECONNRESET);
+		odl_event_all(dev, -ECONNRESET, ODL_TB5_CF_LINK_DOWN);
+		spin_unlock(&dev->lock);
+		goto out;
+	}
+	/* a new session: the peer drops its side and logs in again */
+	dev->local_session = get_random_u32() | 1;
+	dev->features = odl_local_features(dev);
+	dev->login_sent = false;
+	dev->login_received = false;
+	dev->login_retries = 0;
+	mod_delayed_work(system_long_wq, &dev->login_work, 0);
+out:
+	mutex_unlock(&dev->conn_lock);
 }
 
 /* ---------------------------------------------------------------------
@@ -1118,6 +1486,12 @@ static void odl_peer_work(struct work_struct *work)
 		odl_disconnect(dev, "peer logged out");
 		dev->login_sent = false;
 		dev->login_received = false;
+		spin_lock(&dev->lock);
+		if (dev->resuming) {
+			dev->resuming = false;
+			odl_fail_txq(dev, -ECONNRESET);
+		}
+		spin_unlock(&dev->lock);
 	}
 	if (!login)
 		goto out;
@@ -1128,10 +1502,26 @@ static void odl_peer_work(struct work_struct *work)
 		odl_disconnect(dev, "peer logged in again");
 		dev->login_sent = false;
 	}
+	if (odl_e2e_mode == ODL_E2E_AUTO && dev->e2e && !dev->connected &&
+	    !(feat & ODL_TB5_FEAT_E2E) && (feat & ODL_TB5_FEAT_SW_CREDITS)) {
+		/* the peer runs without E2E (it fell back): so do we, and
+		 * both directions use software credits
+		 */
+		dev_info(&dev->svc->dev,
+			 "peer uses software credits: RX ring without E2E\n");
+		dev->e2e = false;
+		odl_free_rings(dev);
+		if (odl_alloc_rings(dev)) {
+			dev_err(&dev->svc->dev, "cannot allocate rings\n");
+			goto out;
+		}
+		dev->login_sent = false;
+	}
 	dev->login_received = true;
 	dev->remote_session = session;
 	dev->remote_transmit_path = hopid;
 	dev->peer_ring_size = ring;
+	dev->peer_features = feat;
 	dev->proto_version = ODL_PROTO_VERSION;
 	/* negotiated: what both sides use */
 	dev->features = odl_local_features(dev) & feat;
@@ -1316,6 +1706,9 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_DELAYED_WORK(&dev->login_work, odl_login_work);
 	INIT_WORK(&dev->peer_work, odl_peer_work);
 	INIT_DELAYED_WORK(&dev->rx_replay, odl_rx_replay_work);
+	INIT_DELAYED_WORK(&dev->watchdog, odl_watchdog_work);
+	INIT_WORK(&dev->fallback_work, odl_fallback_work);
+	INIT_LIST_HEAD(&dev->tx_requeue);
 	INIT_LIST_HEAD(&dev->rx_held);
 	INIT_LIST_HEAD(&dev->tx_free);
 	INIT_LIST_HEAD(&dev->txq);
@@ -1377,12 +1770,19 @@ static void odl_remove(struct tb_service *svc)
 	cancel_delayed_work_sync(&dev->login_work);
 	tb_unregister_protocol_handler(&dev->handler);
 	cancel_work_sync(&dev->peer_work);
+	cancel_work_sync(&dev->fallback_work);
 
 	mutex_lock(&dev->conn_lock);
 	if (dev->connected && !dev->xd->is_unplugged)
 		odl_send_logout(dev);
 	odl_disconnect(dev, "service removed");
+	spin_lock(&dev->lock);
+	dev->resuming = false;
+	odl_fail_txq(dev, -ECONNRESET);
+	spin_unlock(&dev->lock);
 	mutex_unlock(&dev->conn_lock);
+	/* the watchdog (stopped by the disconnect) may have queued it */
+	cancel_work_sync(&dev->fallback_work);
 
 	odl_cdev_remove(dev);
 	odl_free_rings(dev);

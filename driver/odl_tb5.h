@@ -33,6 +33,16 @@
 
 #define ODL_FRAME_MAGIC		0x354c444fu	/* "ODL5" */
 
+/* Software credit frame (feature ODL_TB5_FEAT_SW_CREDITS, only on a
+ * connection without hardware E2E): SOF, EOF ODL_PDF_CREDIT, a header
+ * with ODL_CREDIT_MAGIC whose seq field is the receiver's next expected
+ * data frame sequence number (every data frame before it has been
+ * processed and its buffer given back to the RX ring). Not sequenced
+ * itself; never held behind data frames.
+ */
+#define ODL_PDF_CREDIT		6
+#define ODL_CREDIT_MAGIC	0x434c444fu	/* "ODLC" */
+
 /* Header at the start of every data frame, little-endian on the wire. */
 struct odl_frame_hdr {
 	__le32 magic;
@@ -125,6 +135,27 @@ struct odl_stats {
 	u64 seq_errors, len_errors, desc_errors;
 	u64 drops, credit_stalls, link_resets, logins;
 	u64 rx_stalls;
+	u64 irq_recoveries;	/* completions found by the poll, no IRQ */
+	u64 tx_wedges;		/* TX ring stopped consuming descriptors */
+	u64 e2e_fallbacks;	/* hardware E2E given up for SW credits */
+	u64 sw_credit_stalls;	/* TX waited for a software credit */
+	u64 credit_frames;	/* software credit frames sent */
+	u64 link_changes;	/* link speed/width changed while bound */
+};
+
+/* odl_dev.flow: how the data path is flow controlled right now */
+enum odl_flow {
+	ODL_FLOW_NONE = ODL_TB5_FLOW_NONE,
+	ODL_FLOW_E2E = ODL_TB5_FLOW_E2E,
+	ODL_FLOW_SW = ODL_TB5_FLOW_SW_CREDITS,
+};
+
+/* completion poll state of one ring (watchdog only) */
+struct odl_ring_watch {
+	int tail;
+	bool done_seen;
+	unsigned long since;	/* TX: jiffies the tail stopped moving */
+	bool wedged;		/* TX: reported, until the tail moves */
 };
 
 struct odl_dev {
@@ -166,7 +197,16 @@ struct odl_dev {
 	struct odl_frame *tx_frames;
 	struct odl_frame *rx_frames;
 	u32 ring_size;
-	bool e2e;
+	bool e2e;		/* RX ring allocated with RING_FLAG_E2E */
+	bool e2e_fallen_back;	/* a TX wedge made this device give E2E up */
+	bool resuming;		/* fallback re-login: keep queued sends */
+	struct work_struct fallback_work;
+
+	/* completion poll and TX watchdog (timer work, while connected) */
+	struct delayed_work watchdog;
+	struct odl_ring_watch tx_watch, rx_watch;
+	unsigned int link_speed;
+	unsigned int link_lanes;
 
 	/* data path and files, protected by lock */
 	spinlock_t lock;
@@ -179,6 +219,17 @@ struct odl_dev {
 	u32 tx_window;
 	u32 tx_seq;
 	u32 tx_msg_id;
+	enum odl_flow flow;		/* of this side's RX ring */
+	bool tx_sw;			/* TX obeys the peer's SW credits */
+	bool rx_sw;			/* RX grants SW credits to the peer */
+	u32 peer_features;		/* the peer's last LOGIN (conn_lock) */
+	struct list_head tx_requeue;	/* sends to resend after fallback */
+	u32 peer_ack;			/* SW credits: peer processed < this */
+	u32 sw_window;			/* SW credits: data frames past peer_ack */
+	u32 rx_ack;			/* SW credits: next seq we expect */
+	u32 rx_ack_sent;		/* last rx_ack sent to the peer */
+	unsigned long rx_ack_time;	/* jiffies of the last credit frame */
+	bool credit_pending;		/* a credit frame is due */
 	struct odl_file *ports[ODL_TB5_MAX_PORT + 1];
 	struct list_head files;
 	u32 pending_count;
@@ -241,6 +292,7 @@ struct odl_file {
 
 /* odl_main.c */
 extern unsigned int odl_busy_poll;
+u32 odl_e2e_setting(void);
 void odl_dev_put(struct odl_dev *dev);
 int odl_queue_send(struct odl_dev *dev, struct odl_send *s);
 void odl_post_recv(struct odl_dev *dev, struct odl_file *f,

@@ -55,7 +55,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	1
+#define ODL_TB5_ABI_MINOR	2
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -74,6 +74,19 @@
 
 /* odl_tb5_info.features: negotiated with the peer */
 #define ODL_TB5_FEAT_E2E	(1ull << 0)	/* end-to-end flow control */
+#define ODL_TB5_FEAT_SW_CREDITS	(1ull << 1)	/* 1.2: in-band software credits */
+
+/* odl_tb5_info.flow_control (1.2): what keeps the sender from overrunning
+ * the receiver's RX ring on the current connection
+ */
+#define ODL_TB5_FLOW_NONE	0	/* nothing (peer without SW credits) */
+#define ODL_TB5_FLOW_E2E	1	/* hardware end-to-end flow control */
+#define ODL_TB5_FLOW_SW_CREDITS	2	/* credits granted in-band by the peer */
+
+/* odl_tb5_info.e2e_setting (1.2): the e2e module parameter */
+#define ODL_TB5_E2E_AUTO	0
+#define ODL_TB5_E2E_ON		1
+#define ODL_TB5_E2E_OFF		2
 
 struct odl_tb5_info {
 	__u32 size;
@@ -94,7 +107,11 @@ struct odl_tb5_info {
 	__u64 features;			/* out: ODL_TB5_FEAT_* */
 	__u32 bound_port;		/* out: this file's port, 0 if none */
 	__u32 buf_count;		/* out: buffers set up by this file */
-	__u64 reserved[4];		/* out: zero */
+	__u32 flow_control;		/* out, 1.2: ODL_TB5_FLOW_* */
+	__u32 e2e_setting;		/* out, 1.2: ODL_TB5_E2E_* */
+	__u32 link_changes;		/* out, 1.2: speed/width changes seen */
+	__u32 e2e_fallback;		/* out, 1.2: 1 after a TX wedge fallback */
+	__u64 reserved[2];		/* out: zero */
 };
 
 #define ODL_TB5_BUF_DEFAULT	0	/* count/size 0: use the default */
@@ -174,8 +191,14 @@ struct odl_tb5_poll_cq {
 	__u32 entry_size;		/* in: sizeof(struct odl_tb5_completion) */
 	__s32 timeout_ms;		/* in: 0 no wait, -1 forever, else ms */
 	__u32 count;			/* out: entries written */
-	__u32 reserved;			/* in: 0 */
+	union {
+		__u32 reserved;		/* in: 0 (ABI 1.0, 1.1) */
+		__u32 flags;		/* in, 1.2: ODL_TB5_POLL_F_* */
+	};
 };
+
+/* odl_tb5_poll_cq.flags (1.2) */
+#define ODL_TB5_POLL_F_ETIMEDOUT (1u << 0)	/* fail with ETIMEDOUT, not count 0 */
 
 /* odl_tb5_stats.flags */
 #define ODL_TB5_STATS_RESET	(1u << 0)	/* in: zero after reading */
@@ -197,7 +220,11 @@ struct odl_tb5_stats {
 	__u64 link_resets;		/* logins after the first, logouts */
 	__u64 logins;
 	__u64 rx_stalls;		/* 1.1: times RX held the ring for a RECV */
-	__u64 reserved[6];
+	__u64 irq_recoveries;		/* 1.2: completions found by the poll */
+	__u64 tx_wedges;		/* 1.2: TX ring stopped consuming */
+	__u64 e2e_fallbacks;		/* 1.2: E2E given up for SW credits */
+	__u64 sw_credit_stalls;		/* 1.2: TX waited for a SW credit */
+	__u64 reserved[2];
 };
 
 /* odl_tb5_dmabuf_import.flags */

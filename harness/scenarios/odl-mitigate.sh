@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# odl-mitigate: the driver's mitigations on amd-strix-halo with
+# thunderbolt-net up (its one E2E RX ring on each NHI; docs/profiles.md).
+# 1. odl_tb5 e2e=on (a second E2E RX ring, no fallback): a transfer a -> b
+#    larger than one credit window wedges a's TX ring silently (the model
+#    counts e2e_wedged), the driver keeps hardware E2E.
+# 2. odl_tb5 e2e=auto: the same transfer starts on hardware E2E, the TX
+#    watchdog sees descriptors posted and not consumed, logs "TX ring wedged
+#    with E2E flow control; falling back to software credits", both sides
+#    rebuild their rings without E2E and log in again, the queued messages
+#    go out again and all data arrives verified (flow_control sw-credits).
+# 3. The model drops every 3rd RX completion interrupt on both hosts: the
+#    completion poll picks the completions up, transfers still complete
+#    verified and the recoveries are counted (mitigations irq_recoveries,
+#    model irq_dropped).
+# Needs build/driver (make driver), or ODL_BUILD_DRIVER for NAME@KERNEL.
+. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/odl-lib.sh"
+tap_plan 11
+tap_timeout 2400
+odl_need_build
+pair_up --profile amd-strix-halo
+if wait_xdomain a && wait_xdomain b && tbnet_up; then
+	ok "thunderbolt-net loaded and up on both hosts (one E2E RX ring each)"
+else
+	bail_out "thunderbolt0 did not come up"
+fi
+
+SYS=/sys/class/odl_tb5/odl_tb5_0
+# 40 x 1 MiB: far more frames than one E2E credit window (4096 frames)
+N=40
+SIZES=1048576
+mit() { vm "$1" cat $SYS/mitigations 2>&1; }
+mit_key() { mit "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+flow() { vm "$1" cat $SYS/flow_control 2>&1; }
+
+# xfer_bounded NAME SECS: odl_xfer a -> b (ports 7 -> 9), the receiver on
+# b in the background (its PID in /tmp/rx.pid); sets XFER_RC and XFER_OUT
+xfer_bounded() {
+	local secs=$1
+	vm b sh -c "rm -f /tmp/rx.9; setsid /tmp/odl_xfer recv -p 9 -q 7 -n $N -s $SIZES > /tmp/rx.9 2>&1 < /dev/null & echo \$! > /tmp/rx.pid" || return 1
+	wait_for "vm b grep -q ready /tmp/rx.9" 30 || return 1
+	XFER_OUT=$("$VMPAIR" exec a --timeout "$secs" -- /tmp/odl_xfer send -p 7 -q 9 -n $N -s $SIZES 2>&1)
+	XFER_RC=$?
+	wait_for "vm b grep -q received /tmp/rx.9" 30
+	XFER_OUT="$XFER_OUT
+b: $(vm b cat /tmp/rx.9)"
+}
+stop_rx() { vm b sh -c 'kill $(cat /tmp/rx.pid) 2>/dev/null; true'; }
+# the side whose TX ring carries traffic when the credits run out wedges:
+# a (data) or b (its acks); the model counts wedges per NHI
+wedged() { echo $(( $(nhi_stats a e2e_wedged) + $(nhi_stats b e2e_wedged) )); }
+
+# --- 1. e2e=on: hardware E2E, no fallback: the TX ring wedges ----------
+for v in a b; do
+	odl_put $v && odl_load $v e2e=on tx_wedge_ms=3000 || bail_out "cannot load odl_tb5 e2e=on on $v"
+done
+if odl_wait_connected a 120 && odl_wait_connected b 120; then
+	ok "e2e=on: odl_tb5 logged in alongside thunderbolt-net (flow_control $(flow a)/$(flow b))"
+else
+	bail_out "e2e=on: no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
+fi
+w0=$(wedged)
+xfer_bounded 150
+stop_rx
+w1=$(wedged)
+diag "e2e=on: transfer exit $XFER_RC; model e2e_wedged a+b $w0 -> $w1; a: $(mit a); b: $(mit b)"
+if [ "$XFER_RC" != 0 ] && ! echo "$XFER_OUT" | grep -q 'all acknowledged' &&
+	[ "${w1:-0}" -gt "${w0:-0}" ] 2>/dev/null; then
+	ok "e2e=on: the $N x 1 MiB transfer a -> b wedges (model e2e_wedged a+b $w0 -> $w1)" "$XFER_OUT"
+else
+	not_ok "e2e=on: the $N x 1 MiB transfer a -> b wedges (model e2e_wedged a+b $w0 -> $w1)" \
+		"exit $XFER_RC" "$XFER_OUT" "$(nhi_stats a)" "$(nhi_stats b)"
+fi
+if [ "$(mit_key a e2e_fallbacks)" = 0 ] && [ "$(flow a)" = e2e ] &&
+	! vm a sh -c 'dmesg | grep -q "falling back to software credits"'; then
+	ok "e2e=on: no fallback (still hardware E2E; the watchdog saw it: tx_wedges $(mit_key a tx_wedges))" "$(mit a)"
+else
+	not_ok "e2e=on: no fallback (still hardware E2E)" "$(mit a)" "$(flow a)"
+fi
+for v in a b; do
+	vm $v rmmod odl_tb5 || bail_out "cannot unload odl_tb5 on $v" "$(vm $v sh -c 'dmesg | tail -n 20')"
+done
+
+# --- 2. e2e=auto: the watchdog falls back to software credits ----------
+w0=$(wedged)
+for v in a b; do
+	vm $v dmesg -c >/dev/null
+	odl_load $v e2e=auto tx_wedge_ms=3000 || bail_out "cannot load odl_tb5 e2e=auto on $v"
+done
+if odl_wait_connected a 120 && odl_wait_connected b 120; then
+	ok "e2e=auto: odl_tb5 logged in (flow_control $(flow a)/$(flow b))"
+else
+	bail_out "e2e=auto: no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
+fi
+xfer_bounded 900
+w1=$(wedged)
+if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
+	ok "e2e=auto: $N x 1 MiB a -> b all verified and acknowledged" "$XFER_OUT"
+else
+	stop_rx
+	not_ok "e2e=auto: $N x 1 MiB a -> b all verified and acknowledged" "exit $XFER_RC" "$XFER_OUT" \
+		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 15')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 15')"
+fi
+line=$(vm a sh -c 'dmesg | grep "TX ring wedged with E2E flow control; falling back to software credits"'; \
+	vm b sh -c 'dmesg | grep "TX ring wedged with E2E flow control; falling back to software credits"')
+if [ -n "$line" ] && [ "${w1:-0}" -gt "${w0:-0}" ] 2>/dev/null; then
+	ok "e2e=auto: a TX ring wedged (model e2e_wedged a+b $w0 -> $w1) and the driver logged the fallback" "$line"
+else
+	not_ok "e2e=auto: a TX ring wedged (model e2e_wedged a+b $w0 -> $w1) and the driver logged the fallback" \
+		"a: $(vm a sh -c 'dmesg | grep odl_tb5')" "b: $(vm b sh -c 'dmesg | grep odl_tb5')"
+fi
+fa=$(flow a) fb=$(flow b)
+if [ "$fa/$fb" = sw-credits/sw-credits ] &&
+	[ $(( $(mit_key a e2e_fallbacks) + $(mit_key b e2e_fallbacks) )) -ge 1 ]; then
+	ok "e2e=auto: both sides report software credits, the fallback is counted" "a: $(mit a)" "b: $(mit b)"
+else
+	not_ok "e2e=auto: both sides report software credits, the fallback is counted" \
+		"flow $fa/$fb" "a: $(mit a)" "b: $(mit b)"
+fi
+
+# --- 3. lost completion interrupts: recovered by the completion poll ---
+ra=$(vm a sh -c 'dmesg | sed -n "s/.*odl_tb5.*connected: .*RX HopID [0-9]* ring \([0-9]*\),.*/\1/p" | tail -n 1')
+rb=$(vm b sh -c 'dmesg | sed -n "s/.*odl_tb5.*connected: .*RX HopID [0-9]* ring \([0-9]*\),.*/\1/p" | tail -n 1')
+diag "odl_tb5 RX rings: a $ra, b $rb"
+d0=$(( $(nhi_stats a irq_dropped) + $(nhi_stats b irq_dropped) ))
+r0=$(( $(mit_key a irq_recoveries) + $(mit_key b irq_recoveries) ))
+nhi_fault a "drop-irq rx=${ra:-2} every=3" && nhi_fault b "drop-irq rx=${rb:-2} every=3" ||
+	bail_out "cannot set the drop-irq faults"
+N=24 SIZES=4096,65536,262144
+xfer_bounded 900
+nhi_fault a clear
+nhi_fault b clear
+d1=$(( $(nhi_stats a irq_dropped) + $(nhi_stats b irq_dropped) ))
+r1=$(( $(mit_key a irq_recoveries) + $(mit_key b irq_recoveries) ))
+if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
+	ok "every 3rd RX completion interrupt lost: $N messages a -> b verified and acknowledged" "$XFER_OUT"
+else
+	stop_rx
+	not_ok "every 3rd RX completion interrupt lost: $N messages a -> b verified and acknowledged" \
+		"exit $XFER_RC" "$XFER_OUT" "a: $(mit a)" "b: $(mit b)"
+fi
+if [ "$d1" -gt "$d0" ] && [ "$r1" -gt "$r0" ]; then
+	ok "the model dropped interrupts ($d0 -> $d1) and the poll recovered them (irq_recoveries $r0 -> $r1)" \
+		"a: $(mit a)" "b: $(mit b)"
+else
+	not_ok "the model dropped interrupts ($d0 -> $d1) and the poll recovered them (irq_recoveries $r0 -> $r1)" \
+		"a: $(mit a)" "b: $(mit b)" "$(nhi_stats a)" "$(nhi_stats b)"
+fi
+
+out=$(for v in a b; do vm $v sh -c 'dmesg | grep -E "WARNING:|Oops|BUG:|general protection|Call Trace"'; done)
+if [ -z "$out" ]; then
+	ok "no WARN, oops or BUG on either host"
+else
+	not_ok "no WARN, oops or BUG on either host" "$out"
+fi
+tap_done
