@@ -983,6 +983,22 @@ static void shm_buf_free(struct odl_tb5 *h, struct odl_buf *b)
 		munmap(b->map, b->map_len);
 }
 
+/*
+ * A queue slot for send/post_recv: `have` is cond()'s answer already taken
+ * (>0 room, 0 none); without room, fail with -EAGAIN (non-blocking) or wait
+ * for cond() within the handle's timeout.
+ */
+static int wait_space(struct odl_tb5 *h, int have, uint32_t flags,
+		      int (*cond)(struct odl_tb5 *h))
+{
+	if (have)
+		return have;
+	if (flags & ODL_TB5_F_NONBLOCK)
+		return -EAGAIN;
+	return wait_for(h, odl_deadline(h->opts.timeout_ms),
+			odl_busy(h, flags), cond);
+}
+
 static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
 		    uint64_t cookie, uint32_t flags)
 {
@@ -996,14 +1012,9 @@ static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
 		return r;
 	if (len > p->eff_max)
 		return -EMSGSIZE;
-	if (!r) {
-		if (flags & ODL_TB5_F_NONBLOCK)
-			return -EAGAIN;
-		r = wait_for(h, odl_deadline(h->opts.timeout_ms),
-			     odl_busy(h, flags), cond_tx_space);
-		if (r < 0)
-			return r;
-	}
+	r = wait_space(h, r, flags, cond_tx_space);
+	if (r < 0)
+		return r;
 	o.ptr = (uint8_t *)h->bufs[id].addr + off;
 	q_push(&p->txq, &o);
 	p->tx_unreaped++;
@@ -1022,14 +1033,9 @@ static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
 	r = cond_rx_space(h);
 	if (r < 0)
 		return r;
-	if (!r) {
-		if (flags & ODL_TB5_F_NONBLOCK)
-			return -EAGAIN;
-		r = wait_for(h, odl_deadline(h->opts.timeout_ms),
-			     odl_busy(h, flags), cond_rx_space);
-		if (r < 0)
-			return r;
-	}
+	r = wait_space(h, r, flags, cond_rx_space);
+	if (r < 0)
+		return r;
 	o.ptr = (uint8_t *)h->bufs[id].addr + off;
 	q_push(&p->rxq, &o);
 	p->rx_unreaped++;
