@@ -138,7 +138,7 @@ ODL_EXPORT const char *odl_tb5_strerror(int err)
 	case ENOTSUP: return "operation not supported by this backend";
 	case EPROTO: return "protocol error (incompatible version or malformed data from the peer)";
 	case ENOSPC: return "buffer area exhausted";
-	case EBADMSG: return "corrupted data detected";
+	case EBADMSG: return "message lost or corrupted in transit (detected by the transport)";
 	case ENOMEM: return "out of memory";
 	case ECANCELED: return "operation cancelled";
 	case EIO: return "I/O error";

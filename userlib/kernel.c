@@ -550,6 +550,16 @@ static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 	struct odl_buf *b;
 
 	if (kc->type == ODL_TB5_COMP_EVENT) {
+		if (kc->flags & ODL_TB5_CF_MSG_LOST) {
+			/* a message for this port (or one the driver could
+			 * not place) was lost: poll reports it in order
+			 */
+			c = &k->stash[k->stash_n++];
+			memset(c, 0, sizeof(*c));
+			c->op = ODL_OP_LOST;
+			c->status = kc->status;
+			return;
+		}
 		if (kc->flags & ODL_TB5_CF_LINK_DOWN) {
 			k->down = true;
 			k->state = ODL_TB5_STATE_DISCONNECTED;
@@ -650,7 +660,16 @@ static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 				return r;
 		}
 	}
-	n = k->stash_n < max ? k->stash_n : max;
+	for (n = 0; n < k->stash_n && n < max; n++)
+		if (k->stash[n].op == ODL_OP_LOST)
+			break;
+	if (!n) {
+		/* a lost message is first: report it, once */
+		memmove(k->stash, k->stash + 1, (k->stash_n - 1) * sizeof(*c));
+		k->stash_n--;
+		h->st.rx_lost++;
+		return ODL_POLL_LOST;
+	}
 	memcpy(c, k->stash, n * sizeof(*c));
 	memmove(k->stash, k->stash + n, (k->stash_n - n) * sizeof(*c));
 	k->stash_n -= n;

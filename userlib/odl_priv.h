@@ -37,6 +37,17 @@ struct odl_buf {
 
 struct odl_tb5;
 
+/*
+ * A backend's completion queue may hold this marker in place of a
+ * completion: a message for the port was lost in transit (kernel: the
+ * driver's EVENT with ODL_TB5_CF_MSG_LOST; shm: a gap in the peer's message
+ * sequence). Its poll returns the completions queued before it, then, when
+ * the marker is first, consumes it, counts it in st.rx_lost and returns
+ * ODL_POLL_LOST.
+ */
+#define ODL_OP_LOST	0x4c4f5354u	/* never a public enum odl_tb5_op */
+#define ODL_POLL_LOST	(-EBADMSG)
+
 struct odl_backend {
 	const char *name;
 	int (*open)(struct odl_tb5 *h, const char *arg,

@@ -121,6 +121,9 @@ struct shm_priv {
 	struct odl_tb5_completion *cq;
 	unsigned int cq_cap, cq_head, cq_count;
 	uint64_t last_live;
+	uint64_t tx_count;	/* messages taken off the send queue */
+	uint64_t drop_nth;	/* fault injection: drop this message (1-based) */
+	uint64_t drop_every;	/* and every drop_every-th after it (0: once) */
 };
 
 static struct shm_priv *P(struct odl_tb5 *h)
@@ -208,6 +211,26 @@ static void cq_push(struct odl_tb5 *h, uint32_t op, const struct shm_op *o,
 	c->op = op;
 	c->status = status;
 	p->cq_count++;
+}
+
+/* a message of the peer's never arrived: poll reports it in order */
+static void cq_push_lost(struct odl_tb5 *h)
+{
+	static const struct shm_op none;
+
+	cq_push(h, ODL_OP_LOST, &none, ODL_POLL_LOST, 0);
+}
+
+/* fault injection (ODL_TB5_SHM_DROP): is the next message to be dropped? */
+static bool tx_drop(struct shm_priv *p)
+{
+	uint64_t n = ++p->tx_count;
+
+	if (!p->drop_nth || n < p->drop_nth)
+		return false;
+	if (n == p->drop_nth)
+		return true;
+	return p->drop_every && (n - p->drop_nth) % p->drop_every == 0;
 }
 
 static struct shm_op *q_head(struct shm_q *q)
@@ -345,6 +368,16 @@ static int tx_progress(struct odl_tb5 *h)
 			}
 			if (space < MSG_HDR)
 				break;
+			if (tx_drop(p)) {
+				/* lost on the way: its sequence number is
+				 * used, the sender sees success (like a frame
+				 * the cable dropped)
+				 */
+				p->tx_seq++;
+				cq_push(h, ODL_TB5_OP_SEND, o, 0, o->len);
+				q_pop(&p->txq);
+				continue;
+			}
 			ring_put(p, p->tx_pos, &mh, MSG_HDR);
 			p->tx_pos += MSG_HDR;
 			space -= MSG_HDR;
@@ -396,9 +429,16 @@ static int rx_progress(struct odl_tb5 *h)
 			if (avail < MSG_HDR)
 				break;
 			ring_get(p, p->rx_pos, &mh, sizeof(mh));
-			if (mh.magic != MSG_MAGIC || mh.seq != p->rx_seq ||
-			    mh.len > p->my_max)
+			if (mh.magic != MSG_MAGIC || mh.len > p->my_max)
 				return -EPROTO;
+			if (mh.seq != p->rx_seq) {
+				/* messages skipped: lost (never backwards) */
+				if ((int32_t)(mh.seq - p->rx_seq) < 0)
+					return -EPROTO;
+				p->rx_seq = mh.seq;
+				cq_push_lost(h);
+				moved = true;
+			}
 			o = q_head(&p->rxq);
 			if (!o)
 				break;
@@ -824,6 +864,29 @@ out_close:
 	return r;
 }
 
+/*
+ * ODL_TB5_SHM_DROP=N[/M] (testing, like the cable's fault injector): this
+ * process's N-th message on each handle (1-based), and every M-th after
+ * it, is "lost on the way": it takes its sequence number, its send
+ * completes OK, its bytes never reach the ring; the receiver sees the gap.
+ */
+static int parse_drop(const char *v, uint64_t *nth, uint64_t *every)
+{
+	char *end;
+
+	*nth = 0;
+	*every = 0;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	*nth = strtoull(v, &end, 10);
+	if (*end == '/')
+		*every = strtoull(end + 1, &end, 10);
+	if (errno || *end || !*nth || v[0] == '-')
+		return -EINVAL;
+	return 0;
+}
+
 static int shm_open_be(struct odl_tb5 *h, const char *arg,
 		       const struct odl_tb5_open_opts *o)
 {
@@ -845,6 +908,12 @@ static int shm_open_be(struct odl_tb5 *h, const char *arg,
 	h->be_priv = p;
 	p->fd = -1;
 	p->my_max = o->max_msg_size ? o->max_msg_size : SHM_DEF_MAXMSG;
+	r = parse_drop(getenv("ODL_TB5_SHM_DROP"), &p->drop_nth, &p->drop_every);
+	if (r) {
+		free(p);
+		h->be_priv = NULL;
+		return r;
+	}
 	p->eff_max = p->my_max;
 	p->state = ODL_TB5_STATE_WAITING;
 	snprintf(p->segname, sizeof(p->segname), "/odl_tb5.%s.%u", name, h->port);
@@ -1060,7 +1129,14 @@ static int shm_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 	}
 	if (r < 0 && !p->cq_count)
 		return r;
-	while (n < max && p->cq_count) {
+	if (p->cq_count && p->cq[p->cq_head].op == ODL_OP_LOST) {
+		/* a lost message is first: report it, once */
+		p->cq_head = (p->cq_head + 1) % p->cq_cap;
+		p->cq_count--;
+		h->st.rx_lost++;
+		return ODL_POLL_LOST;
+	}
+	while (n < max && p->cq_count && p->cq[p->cq_head].op != ODL_OP_LOST) {
 		c[n] = p->cq[p->cq_head];
 		if (c[n].op == ODL_TB5_OP_SEND)
 			p->tx_unreaped--;

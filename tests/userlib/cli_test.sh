@@ -58,6 +58,25 @@ pair 1 "verify failure (bandwidth) fails both sides" 'data mismatch' --test band
 pair 1 "verify failure (latency) fails both sides" 'data mismatch' --test latency --iterations 100 --corrupt-at 5
 pair 1 "verify failure (mimo) fails" 'data mismatch' --test mimo --streams 2 --iterations 100 --corrupt-at 10
 
+# a message lost in transit (the client's 50th data message never arrives:
+# ODL_TB5_SHM_DROP, like a frame the cable drops): the server reports the
+# loss, never the next message in its place (no data mismatch), both fail
+dev="shm:${NAME}_lost"
+timeout 60 "$CLI" --server --device "$dev" --timeout 20000 >"$TMP"/srv 2>&1 &
+sp=$!
+# the client's control handle sends HELLO and DONE only: 50 hits the data
+timeout 60 env ODL_TB5_SHM_DROP=50 "$CLI" --client --device "$dev" --test bandwidth \
+	--iterations 100 --size 8K >"$TMP"/out 2>&1
+crc=$?
+wait $sp; src=$?
+if [ $crc != 0 ] && [ $src != 0 ] &&
+	grep -q 'error (server): receive: message lost or corrupted in transit' "$TMP"/srv &&
+	! grep -q 'data mismatch' "$TMP"/out "$TMP"/srv; then
+	ok "message lost in transit: reported as lost, not as a data mismatch"
+else
+	notok "message lost in transit (client $crc, server $src)"
+fi
+
 # bad arguments: non-zero exit and a clear message
 single 1 "no role" 'exactly one of --server and --client'
 single 1 "both roles" 'exactly one of' --server --client

@@ -1108,6 +1108,100 @@ START_TEST(t_corrupt_peer)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* lost messages: the peer's messages 3 and 7 never arrive
+ * (ODL_TB5_SHM_DROP, the shm counterpart of the driver's MSG_LOST event)
+ */
+
+static int lossy_sender(const char *name, void *arg)
+{
+	struct odl_tb5_completion c;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	int i, got = 0;
+
+	(void)arg;
+	setenv("ODL_TB5_SHM_DROP", "3/4", 1);
+	h = xopen(spec(name, 'a'), NULL);
+	if (!h || odl_tb5_buf_alloc(h, 8 * 4096, 0, &id, (void **)&b))
+		return 10;
+	for (i = 1; i <= 8; i++) {
+		fill(b + (i - 1) * 4096, 100 + i, (uint64_t)i);
+		if (odl_tb5_send(h, id, (uint64_t)(i - 1) * 4096, 100 + (uint64_t)i,
+				 (uint64_t)i, 0))
+			return 11;
+	}
+	/* every send completes OK: the sender cannot tell */
+	while (got < 8) {
+		if (poll1(h, &c, 5000) != 1 || c.status)
+			return 12;
+		got++;
+	}
+	odl_tb5_close(h);
+	return 0;
+}
+
+START_TEST(t_lost_message)
+{
+	const char *n = newname();
+	struct odl_tb5_completion c[8];
+	struct odl_tb5_stats st;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	pid_t pid;
+	int i;
+
+	/* the fault injector's syntax is checked */
+	setenv("ODL_TB5_SHM_DROP", "x", 1);
+	ck_assert_int_eq(odl_tb5_open(spec(n, 'b'), NULL, &h), -EINVAL);
+	setenv("ODL_TB5_SHM_DROP", "0", 1);
+	ck_assert_int_eq(odl_tb5_open(spec(n, 'b'), NULL, &h), -EINVAL);
+	unsetenv("ODL_TB5_SHM_DROP");
+
+	h = xopen(spec(n, 'b'), NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, 8 * 4096, 0, &id, (void **)&b), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(odl_tb5_post_recv(h, id, (uint64_t)i * 4096, 4096,
+						   (uint64_t)(i + 1), 0), 0);
+	pid = run_child(lossy_sender, n, NULL);
+	ck_assert_int_eq(child_status(pid), 0);
+
+	/* in order: 1, 2, then the loss, then 4 5 6, the loss, 8 */
+	ck_assert_int_eq(odl_tb5_poll(h, c, 8, 5000, 0), 2);
+	ck_assert_int_eq(odl_tb5_poll(h, c + 2, 8, 5000, 0), -EBADMSG);
+	ck_assert_int_eq(errno, EBADMSG);
+	ck_assert_int_eq(odl_tb5_poll(h, c + 2, 8, 5000, 0), 3);
+	ck_assert_int_eq(odl_tb5_poll(h, c + 5, 1, 5000, 0), -EBADMSG);
+	ck_assert_int_eq(odl_tb5_poll(h, c + 5, 1, 5000, 0), 1);
+	{
+		static const int msg[6] = { 1, 2, 4, 5, 6, 8 };
+
+		/* no receive was used up by a lost message: the k-th receive
+		 * holds the k-th message that arrived
+		 */
+		for (i = 0; i < 6; i++) {
+			ck_assert_int_eq(c[i].status, 0);
+			ck_assert_uint_eq(c[i].op, ODL_TB5_OP_RECV);
+			ck_assert_uint_eq(c[i].cookie, (uint64_t)i + 1);
+			ck_assert_uint_eq(c[i].length, 100 + (uint64_t)msg[i]);
+			ck_assert_int_eq(check_fill(b + i * 4096, 100 + (size_t)msg[i],
+						    (uint64_t)msg[i]), 0);
+		}
+	}
+	ck_assert_int_eq(odl_tb5_stats(h, &st), 0);
+	ck_assert_uint_eq(st.rx_lost, 2);
+	ck_assert_uint_eq(st.rx_msgs, 6);
+	ck_assert_uint_eq(st.rx_errors, 0);
+	/* the sender has left: the two receives left over end the channel */
+	ck_assert_int_eq(poll1(h, c, 5000), 1);
+	ck_assert_int_eq(c[0].status, -ECONNRESET);
+	odl_tb5_close(h);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 
 static Suite *userlib_suite(void)
 {
@@ -1130,6 +1224,7 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_ports);
 	tcase_add_test(tc, t_threads);
 	tcase_add_test(tc, t_corrupt_peer);
+	tcase_add_test(tc, t_lost_message);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -64,7 +64,8 @@
  *   -EPROTO      peer or driver speaks an incompatible protocol/ABI version,
  *                or sent malformed data (the channel is then shut down)
  *   -ENOSPC      buffer area exhausted
- *   -EBADMSG     corrupted/lost data detected by the transport
+ *   -EBADMSG     corrupted/lost data detected by the transport (also
+ *                odl_tb5_poll: a message was lost in transit, see there)
  * odl_tb5_strerror() gives a message for all of them.
  *
  * Do not include this header and the driver's odl_tb5_uapi.h in the same
@@ -102,7 +103,7 @@ extern "C" {
 
 /* API version of this header: major changes break source compatibility. */
 #define ODL_TB5_API_MAJOR 1
-#define ODL_TB5_API_MINOR 0
+#define ODL_TB5_API_MINOR 1	/* 1.1: lost messages (-EBADMSG), stats.rx_lost */
 
 /* Version of the library actually loaded: (major << 16) | minor. */
 uint32_t odl_tb5_version(void);
@@ -321,7 +322,17 @@ struct odl_tb5_completion {
  * -ETIMEDOUT when none arrived within timeout_ms (-1 = no bound);
  * -ECONNRESET when none is left and the peer is gone (after a disconnect,
  * every still-queued operation completes once with status -ECONNRESET,
- * then poll returns -ECONNRESET).
+ * then poll returns -ECONNRESET);
+ * -EBADMSG (API 1.1) when a message sent to this port was lost in transit
+ * (frames dropped or corrupted, or dropped by the peer's driver after its
+ * receiver stalled) and never reached a receive: no posted receive is
+ * consumed, so without this the next message would silently take the lost
+ * one's place. Reported once per loss, in order: the completions queued
+ * before the loss are returned first, the call after the -EBADMSG goes on
+ * with later ones; counted in stats.rx_lost. The handle stays usable; the
+ * application decides whether its stream can go on. (kernel: when the
+ * driver cannot tell which port the lost message was for, every port of
+ * the device reports it.)
  */
 int odl_tb5_poll(odl_tb5_t *h, struct odl_tb5_completion *comps,
 		 unsigned int max, int timeout_ms, uint32_t flags);
@@ -342,7 +353,8 @@ struct odl_tb5_stats {
 	uint64_t timeouts;		/* calls that returned -ETIMEDOUT */
 	uint64_t waits;			/* sleeps / busy-poll loops entered */
 	uint64_t wakeups;		/* peer notifications sent */
-	uint64_t reserved[5];
+	uint64_t rx_lost;		/* 1.1: losses reported by poll (-EBADMSG) */
+	uint64_t reserved[4];
 };
 
 /* Per-handle counters since open or the last reset. */
