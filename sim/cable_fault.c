@@ -439,78 +439,53 @@ bool cable_faults_on_delivered(struct cable_faults *fs, int dir,
 /* ------------------------------------------------------------------ */
 /* text */
 
-struct sb {
-	char *buf;
-	size_t n, len;
-};
-
-static void sbf(struct sb *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void sbf(struct sb *s, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	if (!s->n || s->len >= s->n - 1)
-		return;
-	va_start(ap, fmt);
-	r = vsnprintf(s->buf + s->len, s->n - s->len, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return;
-	s->len += (size_t)r;
-	if (s->len > s->n - 1)
-		s->len = s->n - 1;
-}
-
 static const char *dir_name(int dir)
 {
 	return dir == 0 ? "a2b" : dir == 1 ? "b2a" : "both";
 }
 
-static void sb_hop(struct sb *s, int hop)
+static void sb_hop(struct odl_sb *s, int hop)
 {
 	if (hop == CABLE_FAULT_HOP_ANY)
-		sbf(s, "any");
+		odl_sbf(s, "any");
 	else if (hop == CABLE_FAULT_HOP_CTRL)
-		sbf(s, "ctrl");
+		odl_sbf(s, "ctrl");
 	else
-		sbf(s, "%d", hop);
+		odl_sbf(s, "%d", hop);
 }
 
-static void describe(struct sb *s, const struct cable_fault *f)
+static void describe(struct odl_sb *s, const struct cable_fault *f)
 {
-	sbf(s, "#%u %s hop=", f->id, cable_fault_kind_name(f->kind));
+	odl_sbf(s, "#%u %s hop=", f->id, cable_fault_kind_name(f->kind));
 	sb_hop(s, f->hop);
-	sbf(s, " dir=%s", dir_name(f->dir));
+	odl_sbf(s, " dir=%s", dir_name(f->dir));
 	if (f->nth)
-		sbf(s, " nth=%llu", (unsigned long long)f->nth);
+		odl_sbf(s, " nth=%llu", (unsigned long long)f->nth);
 	if (f->every)
-		sbf(s, " every=%llu", (unsigned long long)f->every);
+		odl_sbf(s, " every=%llu", (unsigned long long)f->every);
 	if (f->ppm)
-		sbf(s, " ppm=%u", f->ppm);
+		odl_sbf(s, " ppm=%u", f->ppm);
 	if (f->count)
-		sbf(s, " count=%llu", (unsigned long long)f->count);
+		odl_sbf(s, " count=%llu", (unsigned long long)f->count);
 	if (f->kind == CF_CORRUPT) {
 		if (f->bit >= 0)
-			sbf(s, " bit=%d", f->bit);
+			odl_sbf(s, " bit=%d", f->bit);
 		else
-			sbf(s, " bit=random");
+			odl_sbf(s, " bit=random");
 	}
 	if (f->kind == CF_DELAY)
-		sbf(s, " us=%llu", (unsigned long long)(f->delay_ns / 1000u));
+		odl_sbf(s, " us=%llu", (unsigned long long)(f->delay_ns / 1000u));
 	if (f->kind == CF_UNPLUG_AFTER) {
-		sbf(s, " frames=%llu", (unsigned long long)f->frames);
+		odl_sbf(s, " frames=%llu", (unsigned long long)f->frames);
 		if (f->replug_ns)
-			sbf(s, " replug_ms=%llu",
+			odl_sbf(s, " replug_ms=%llu",
 			    (unsigned long long)(f->replug_ns / 1000000u));
 	}
 }
 
 size_t cable_fault_describe(const struct cable_fault *f, char *buf, size_t n)
 {
-	struct sb s = { buf, n, 0 };
+	struct odl_sb s = { buf, n, 0 };
 
 	if (n)
 		buf[0] = '\0';
@@ -520,37 +495,37 @@ size_t cable_fault_describe(const struct cable_fault *f, char *buf, size_t n)
 
 size_t cable_faults_list(const struct cable_faults *fs, char *buf, size_t n)
 {
-	struct sb s = { buf, n, 0 };
+	struct odl_sb s = { buf, n, 0 };
 
 	if (n)
 		buf[0] = '\0';
-	sbf(&s, "ok seed=%llu faults=%u", (unsigned long long)fs->seed, fs->n);
+	odl_sbf(&s, "ok seed=%llu faults=%u", (unsigned long long)fs->seed, fs->n);
 	if (fs->cap_lanes)
-		sbf(&s, " retrain=%ux%u", fs->cap_lanes, fs->cap_gbps);
+		odl_sbf(&s, " retrain=%ux%u", fs->cap_lanes, fs->cap_gbps);
 	for (unsigned i = 0; i < fs->n; i++) {
 		const struct cable_fault *f = &fs->f[i];
 
-		sbf(&s, "; ");
+		odl_sbf(&s, "; ");
 		describe(&s, f);
-		sbf(&s, " hits=%llu (a2b %llu/%llu, b2a %llu/%llu)",
+		odl_sbf(&s, " hits=%llu (a2b %llu/%llu, b2a %llu/%llu)",
 		    (unsigned long long)(f->hits[0] + f->hits[1]),
 		    (unsigned long long)f->hits[0], (unsigned long long)f->seen[0],
 		    (unsigned long long)f->hits[1], (unsigned long long)f->seen[1]);
 		if (f->kind == CF_WITHHOLD)
-			sbf(&s, " credits=%llu", (unsigned long long)f->credits);
+			odl_sbf(&s, " credits=%llu", (unsigned long long)f->credits);
 		if (f->done)
-			sbf(&s, " done");
+			odl_sbf(&s, " done");
 	}
 	return s.len;
 }
 
 size_t cable_faults_json(const struct cable_faults *fs, char *buf, size_t n)
 {
-	struct sb s = { buf, n, 0 };
+	struct odl_sb s = { buf, n, 0 };
 
 	if (n)
 		buf[0] = '\0';
-	sbf(&s, "{\"seed\":%llu,\"dropped\":%llu,\"corrupted\":%llu,"
+	odl_sbf(&s, "{\"seed\":%llu,\"dropped\":%llu,\"corrupted\":%llu,"
 		"\"credits_withheld\":%llu,\"delayed\":%llu,\"unplugs\":%llu,"
 		"\"retrains\":%llu,",
 	    (unsigned long long)fs->seed, (unsigned long long)fs->tot_dropped,
@@ -560,31 +535,31 @@ size_t cable_faults_json(const struct cable_faults *fs, char *buf, size_t n)
 	    (unsigned long long)fs->tot_unplugs,
 	    (unsigned long long)fs->tot_retrains);
 	if (fs->cap_lanes)
-		sbf(&s, "\"retrain\":{\"lanes\":%u,\"lane_gbps\":%u},",
+		odl_sbf(&s, "\"retrain\":{\"lanes\":%u,\"lane_gbps\":%u},",
 		    fs->cap_lanes, fs->cap_gbps);
 	else
-		sbf(&s, "\"retrain\":null,");
-	sbf(&s, "\"active\":[");
+		odl_sbf(&s, "\"retrain\":null,");
+	odl_sbf(&s, "\"active\":[");
 	for (unsigned i = 0; i < fs->n; i++) {
 		const struct cable_fault *f = &fs->f[i];
 
-		sbf(&s, "%s{\"id\":%u,\"kind\":\"%s\",\"hop\":", i ? "," : "",
+		odl_sbf(&s, "%s{\"id\":%u,\"kind\":\"%s\",\"hop\":", i ? "," : "",
 		    f->id, cable_fault_kind_name(f->kind));
 		if (f->hop == CABLE_FAULT_HOP_ANY)
-			sbf(&s, "\"any\"");
+			odl_sbf(&s, "\"any\"");
 		else
-			sbf(&s, "%d", f->hop);
-		sbf(&s, ",\"dir\":\"%s\",\"rule\":\"", dir_name(f->dir));
+			odl_sbf(&s, "%d", f->hop);
+		odl_sbf(&s, ",\"dir\":\"%s\",\"rule\":\"", dir_name(f->dir));
 		describe(&s, f);
-		sbf(&s, "\",\"seen\":[%llu,%llu],\"hits\":[%llu,%llu],"
+		odl_sbf(&s, "\",\"seen\":[%llu,%llu],\"hits\":[%llu,%llu],"
 			"\"hits_total\":%llu,",
 		    (unsigned long long)f->seen[0], (unsigned long long)f->seen[1],
 		    (unsigned long long)f->hits[0], (unsigned long long)f->hits[1],
 		    (unsigned long long)(f->hits[0] + f->hits[1]));
 		if (f->kind == CF_WITHHOLD)
-			sbf(&s, "\"credits\":%llu,", (unsigned long long)f->credits);
-		sbf(&s, "\"done\":%s}", f->done ? "true" : "false");
+			odl_sbf(&s, "\"credits\":%llu,", (unsigned long long)f->credits);
+		odl_sbf(&s, "\"done\":%s}", f->done ? "true" : "false");
 	}
-	sbf(&s, "]}");
+	odl_sbf(&s, "]}");
 	return s.len;
 }

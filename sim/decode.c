@@ -2,43 +2,12 @@
 /* Human-readable decoding of OdinLink link messages and USB4 control packets. */
 #include "decode.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "link_msg.h"
 
-/* Append formatted text to a bounded buffer. */
-struct sb {
-	char *buf;
-	size_t n, len;
-};
-
-static void sb_printf(struct sb *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sb *s, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	if (s->n == 0)
-		return;
-	if (s->len >= s->n - 1) {
-		s->len = s->n - 1;
-		return;
-	}
-	va_start(ap, fmt);
-	r = vsnprintf(s->buf + s->len, s->n - s->len, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return;
-	s->len += (size_t)r;
-	if (s->len > s->n - 1)
-		s->len = s->n - 1;
-}
-
-static void sb_init(struct sb *s, char *buf, size_t n)
+static void sb_init(struct odl_sb *s, char *buf, size_t n)
 {
 	s->buf = buf;
 	s->n = n;
@@ -127,12 +96,12 @@ static void uuid_from_wire(const uint8_t *w, uint8_t u[16])
 			u[4 * i + k] = w[4 * i + 3 - k];
 }
 
-static void sb_uuid(struct sb *s, const uint8_t u[16])
+static void sb_uuid(struct odl_sb *s, const uint8_t u[16])
 {
 	for (int i = 0; i < 16; i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)
-			sb_printf(s, "-");
-		sb_printf(s, "%02x", u[i]);
+			odl_sbf(s, "-");
+		odl_sbf(s, "%02x", u[i]);
 	}
 }
 
@@ -173,27 +142,27 @@ static const char *tbip_type_name(uint32_t t)
 	}
 }
 
-static void sb_hex(struct sb *s, const uint8_t *p, size_t n, size_t max)
+static void sb_hex(struct odl_sb *s, const uint8_t *p, size_t n, size_t max)
 {
 	size_t k = n < max ? n : max;
 
 	for (size_t i = 0; i < k; i++)
-		sb_printf(s, "%02x", p[i]);
+		odl_sbf(s, "%02x", p[i]);
 	if (n > max)
-		sb_printf(s, "...");
+		odl_sbf(s, "...");
 }
 
 size_t odl_decode_ctrl(char *buf, size_t n, unsigned pdf, const uint8_t *pkt,
 		       size_t plen)
 {
-	struct sb s;
+	struct odl_sb s;
 	size_t nd = plen / 4; /* dwords including the CRC */
 	uint32_t d[64];
 
 	sb_init(&s, buf, n);
-	sb_printf(&s, "%s", odl_pdf_name(pdf));
+	odl_sbf(&s, "%s", odl_pdf_name(pdf));
 	if (plen < 12 || plen % 4) {
-		sb_printf(&s, " malformed len=%zu raw=", plen);
+		odl_sbf(&s, " malformed len=%zu raw=", plen);
 		sb_hex(&s, pkt, plen, 32);
 		return s.len;
 	}
@@ -205,9 +174,9 @@ size_t odl_decode_ctrl(char *buf, size_t n, unsigned pdf, const uint8_t *pkt,
 	uint64_t route = ((uint64_t)(d[0] & 0x3fffff) << 32) | d[1];
 	size_t body_dw = nd - 1; /* dwords before the CRC */
 
-	sb_printf(&s, " route=0x%llx", (unsigned long long)route);
+	odl_sbf(&s, " route=0x%llx", (unsigned long long)route);
 	if (d[0] & 0x80000000u)
-		sb_printf(&s, " cm");
+		odl_sbf(&s, " cm");
 
 	switch (pdf) {
 	case 1: /* READ */
@@ -215,17 +184,17 @@ size_t odl_decode_ctrl(char *buf, size_t n, unsigned pdf, const uint8_t *pkt,
 		if (body_dw >= 3) {
 			uint32_t a = d[2];
 
-			sb_printf(&s, " space=%s port=%u offset=0x%x len=%u seq=%u",
+			odl_sbf(&s, " space=%s port=%u offset=0x%x len=%u seq=%u",
 				  odl_space_name((a >> 25) & 3),
 				  (a >> 19) & 0x3f, a & 0x1fff,
 				  (a >> 13) & 0x3f, (a >> 27) & 3);
 			if (body_dw > 3) {
-				sb_printf(&s, " data=");
+				odl_sbf(&s, " data=");
 				for (size_t i = 3; i < body_dw && i < 7; i++)
-					sb_printf(&s, "%s%08x", i > 3 ? "," : "",
+					odl_sbf(&s, "%s%08x", i > 3 ? "," : "",
 						  d[i]);
 				if (body_dw > 7)
-					sb_printf(&s, ",...(%zu dw)", body_dw - 3);
+					odl_sbf(&s, ",...(%zu dw)", body_dw - 3);
 			}
 		}
 		break;
@@ -234,49 +203,49 @@ size_t odl_decode_ctrl(char *buf, size_t n, unsigned pdf, const uint8_t *pkt,
 		if (body_dw >= 3) {
 			unsigned code = d[2] & 0xff;
 
-			sb_printf(&s, " code=%u(%s) port=%u", code,
+			odl_sbf(&s, " code=%u(%s) port=%u", code,
 				  odl_cfg_error_name(code), (d[2] >> 8) & 0x3f);
 			if (d[2] >> 30)
-				sb_printf(&s, " pg=%u", d[2] >> 30);
+				odl_sbf(&s, " pg=%u", d[2] >> 30);
 		}
 		break;
 	case 5: /* EVENT */
 		if (body_dw >= 3)
-			sb_printf(&s, " port=%u unplug=%u", d[2] & 0x3f,
+			odl_sbf(&s, " port=%u unplug=%u", d[2] & 0x3f,
 				  d[2] >> 31);
 		break;
 	case 6: /* XDOMAIN_REQ */
 	case 7: /* XDOMAIN_RESP */
 		if (body_dw >= 3)
-			sb_printf(&s, " len=%u sn=%u", d[2] & 0x3f,
+			odl_sbf(&s, " len=%u sn=%u", d[2] & 0x3f,
 				  (d[2] >> 27) & 3);
 		if (body_dw >= 8) {
 			uint8_t u[16];
 
 			uuid_from_wire(pkt + 12, u);
-			sb_printf(&s, " uuid=");
+			odl_sbf(&s, " uuid=");
 			sb_uuid(&s, u);
 			if (!memcmp(u, uuid_xdp, 16)) {
-				sb_printf(&s, "(xdp) type=%u(%s)", d[7],
+				odl_sbf(&s, "(xdp) type=%u(%s)", d[7],
 					  xdp_type_name(d[7]));
 			} else if (!memcmp(u, uuid_tbip, 16)) {
-				sb_printf(&s, "(tbip)");
+				odl_sbf(&s, "(tbip)");
 				if (body_dw >= 17)
-					sb_printf(&s, " type=%u(%s) cmd=%u",
+					odl_sbf(&s, " type=%u(%s) cmd=%u",
 						  d[15], tbip_type_name(d[15]),
 						  d[16]);
 			} else {
-				sb_printf(&s, " type=%u", d[7]);
+				odl_sbf(&s, " type=%u", d[7]);
 			}
 		}
 		break;
 	default:
 		if (body_dw > 2) {
-			sb_printf(&s, " dw=");
+			odl_sbf(&s, " dw=");
 			for (size_t i = 2; i < body_dw && i < 6; i++)
-				sb_printf(&s, "%s%08x", i > 2 ? "," : "", d[i]);
+				odl_sbf(&s, "%s%08x", i > 2 ? "," : "", d[i]);
 			if (body_dw > 6)
-				sb_printf(&s, ",...");
+				odl_sbf(&s, ",...");
 		}
 		break;
 	}
@@ -285,9 +254,9 @@ size_t odl_decode_ctrl(char *buf, size_t n, unsigned pdf, const uint8_t *pkt,
 		uint32_t got = odl_get_be32(pkt + plen - 4);
 
 		if (want == got)
-			sb_printf(&s, " crc=ok");
+			odl_sbf(&s, " crc=ok");
 		else
-			sb_printf(&s, " crc=BAD(%08x!=%08x)", got, want);
+			odl_sbf(&s, " crc=BAD(%08x!=%08x)", got, want);
 	}
 	return s.len;
 }
@@ -295,7 +264,7 @@ size_t odl_decode_ctrl(char *buf, size_t n, unsigned pdf, const uint8_t *pkt,
 size_t odl_decode_body(char *buf, size_t n, unsigned type, const uint8_t *b,
 		       size_t len)
 {
-	struct sb s;
+	struct odl_sb s;
 
 	sb_init(&s, buf, n);
 	switch (type) {
@@ -304,7 +273,7 @@ size_t odl_decode_body(char *buf, size_t n, unsigned type, const uint8_t *b,
 			struct odl_link_hello h;
 
 			odl_hello_decode(b, &h);
-			sb_printf(&s, "magic=%s version=%u lanes=%u uid=0x%016llx "
+			odl_sbf(&s, "magic=%s version=%u lanes=%u uid=0x%016llx "
 				  "lane_gbps=%u profile=\"%s\"",
 				  h.magic == ODL_LINK_MAGIC ? "ok" : "BAD",
 				  h.version, h.lanes, (unsigned long long)h.uid,
@@ -317,7 +286,7 @@ size_t odl_decode_body(char *buf, size_t n, unsigned type, const uint8_t *b,
 			struct odl_link_state st;
 
 			odl_state_decode(b, &st);
-			sb_printf(&s, "up=%u lanes=%u lane_gbps=%u peer_uid=0x%016llx",
+			odl_sbf(&s, "up=%u lanes=%u lane_gbps=%u peer_uid=0x%016llx",
 				  st.up, st.lanes, st.lane_gbps,
 				  (unsigned long long)st.peer_uid);
 			return s.len;
@@ -332,27 +301,27 @@ size_t odl_decode_body(char *buf, size_t n, unsigned type, const uint8_t *b,
 		if (len >= ODL_DATA_SIZE) {
 			uint16_t fl = odl_get16(b + 4);
 
-			sb_printf(&s, "hop=%u sof=%u eof=%u len=%zu", odl_get16(b),
+			odl_sbf(&s, "hop=%u sof=%u eof=%u len=%zu", odl_get16(b),
 				  b[2], b[3], len - ODL_DATA_SIZE);
 			if (fl & ODL_LINK_DATA_CRC_ERR)
-				sb_printf(&s, " crc_err");
+				odl_sbf(&s, " crc_err");
 			if (fl & ~ODL_LINK_DATA_CRC_ERR)
-				sb_printf(&s, " flags=0x%x", fl);
-			sb_printf(&s, " data=");
+				odl_sbf(&s, " flags=0x%x", fl);
+			odl_sbf(&s, " data=");
 			sb_hex(&s, b + ODL_DATA_SIZE, len - ODL_DATA_SIZE, 16);
 			return s.len;
 		}
 		break;
 	case ODL_LINK_CREDIT:
 		if (len >= ODL_CREDIT_SIZE) {
-			sb_printf(&s, "hop=%u credits=%u", odl_get16(b),
+			odl_sbf(&s, "hop=%u credits=%u", odl_get16(b),
 				  odl_get16(b + 2));
 			return s.len;
 		}
 		break;
 	case ODL_LINK_LANE:
 		if (len >= ODL_LANE_SIZE) {
-			sb_printf(&s, "target_width=%u lane1_enabled=%u bonded=%u",
+			odl_sbf(&s, "target_width=%u lane1_enabled=%u bonded=%u",
 				  b[0], b[1], b[2]);
 			return s.len;
 		}
@@ -360,34 +329,34 @@ size_t odl_decode_body(char *buf, size_t n, unsigned type, const uint8_t *b,
 	default:
 		break;
 	}
-	sb_printf(&s, "len=%zu raw=", len);
+	odl_sbf(&s, "len=%zu raw=", len);
 	sb_hex(&s, b, len, 32);
 	return s.len;
 }
 
 size_t odl_decode_msg(char *buf, size_t n, const uint8_t *msg, size_t len)
 {
-	struct sb s;
+	struct odl_sb s;
 	struct odl_link_hdr h;
 	size_t blen;
 
 	sb_init(&s, buf, n);
 	if (len < ODL_HDR_SIZE) {
-		sb_printf(&s, "TRUNCATED len=%zu", len);
+		odl_sbf(&s, "TRUNCATED len=%zu", len);
 		return s.len;
 	}
 	odl_hdr_decode(msg, &h);
 	blen = len - ODL_HDR_SIZE;
-	sb_printf(&s, "%s", odl_type_name(h.type));
+	odl_sbf(&s, "%s", odl_type_name(h.type));
 	if (h.type == 0 || !strcmp(odl_type_name(h.type), "?"))
-		sb_printf(&s, "(%u)", h.type);
+		odl_sbf(&s, "(%u)", h.type);
 	if (h.flags)
-		sb_printf(&s, " hflags=0x%x", h.flags);
+		odl_sbf(&s, " hflags=0x%x", h.flags);
 	if (h.len != blen)
-		sb_printf(&s, " (hdr len %u, have %zu)", h.len, blen);
+		odl_sbf(&s, " (hdr len %u, have %zu)", h.len, blen);
 	if (blen > h.len)
 		blen = h.len;
-	sb_printf(&s, " ");
+	odl_sbf(&s, " ");
 	if (s.len < s.n)
 		s.len += odl_decode_body(s.buf + s.len, s.n - s.len, h.type,
 					 msg + ODL_HDR_SIZE, blen);
@@ -397,16 +366,16 @@ size_t odl_decode_msg(char *buf, size_t n, const uint8_t *msg, size_t len)
 size_t odl_trace_line(char *buf, size_t n, uint64_t ts_ns, int from, int to,
 		      const char *note, const uint8_t *msg, size_t len)
 {
-	struct sb s;
+	struct odl_sb s;
 	char dir[16];
 
 	sb_init(&s, buf, n);
 	snprintf(dir, sizeof(dir), "%s->%s", odl_ep_name(from), odl_ep_name(to));
-	sb_printf(&s, "%llu.%09llu %-8s ",
+	odl_sbf(&s, "%llu.%09llu %-8s ",
 		  (unsigned long long)(ts_ns / 1000000000u),
 		  (unsigned long long)(ts_ns % 1000000000u), dir);
 	if (note && *note)
-		sb_printf(&s, "%s ", note);
+		odl_sbf(&s, "%s ", note);
 	if (s.len < s.n)
 		s.len += odl_decode_msg(s.buf + s.len, s.n - s.len, msg, len);
 	return s.len;

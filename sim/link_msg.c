@@ -2,6 +2,7 @@
 /* Framing helpers for the OdinLink cable link protocol. */
 #include "link_msg.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -215,4 +216,25 @@ uint32_t odl_crc32c(const uint8_t *p, size_t n)
 			crc = (crc >> 1) ^ (0x82f63b78u & (0u - (crc & 1u)));
 	}
 	return ~crc;
+}
+
+void odl_sbf(struct odl_sb *s, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (s->n == 0)
+		return;
+	if (s->len >= s->n - 1) {
+		s->len = s->n - 1;
+		return;
+	}
+	va_start(ap, fmt);
+	r = vsnprintf(s->buf + s->len, s->n - s->len, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return;
+	s->len += (size_t)r;
+	if (s->len > s->n - 1)
+		s->len = s->n - 1;
 }

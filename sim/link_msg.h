@@ -114,4 +114,15 @@ size_t odl_build_lane(uint8_t *out, uint8_t target_width, uint8_t lane1_enabled,
 /* CRC-32C as USB4 control packets use it (value to store big-endian). */
 uint32_t odl_crc32c(const uint8_t *p, size_t n);
 
+/* Text into a bounded buffer: odl_sbf appends, truncating at n - 1 bytes
+ * (always NUL-terminated once something was written; len never passes
+ * n - 1). */
+struct odl_sb {
+	char *buf;
+	size_t n, len;
+};
+
+void odl_sbf(struct odl_sb *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #endif

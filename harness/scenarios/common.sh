@@ -171,8 +171,13 @@ nhi_bdf() {
 # tables describe no such ports, a fact about the platform, not the NHI.
 # Linux >= 6.8 logs a USB4 v2 host router's successful reset at probe
 # (nhi_reset(); intel-barlow-ridge) with dev_warn: not a problem either.
+# TB_PROBLEMS_ALLOW: fixed strings, one a line, that a scenario expects from
+# stock Linux in what it provokes (set with the reason next to it): lines
+# with them are not problems there.
 tb_problems() {
-	vm "$1" sh -c 'dmesg -r | awk '\''
+	local race=0
+	[ -e "$VMPAIR_STATE/tbnet-login-race-$1" ] && race=1
+	vm "$1" sh -c 'dmesg -r | awk -v race='$race' '\''
 		{ lvl = substr($0, 2, index($0, ">") - 2) + 0; lvl = lvl % 8 }
 		# a Call Trace comes with the lines that say why (RCU stall, hung task)
 		/Call Trace/ { if (p2 != "") print "  " p2; if (p1 != "") print "  " p1; print; p1 = p2 = ""; next }
@@ -182,7 +187,9 @@ tb_problems() {
 		/suspect GRO implementation/ { next }
 		/device links to tunneled native ports are missing/ { next }
 		/host router reset successful/ { next }
-		lvl <= 4 && /thunderbolt|usb4/ { print }'\'''
+		race && /thunderbolt0: failed to allocate Rx HopID/ { next }
+		lvl <= 4 && /thunderbolt|usb4/ { print }'\''' |
+		if [ -n "${TB_PROBLEMS_ALLOW:-}" ]; then grep -vF -- "$TB_PROBLEMS_ALLOW"; else cat; fi
 }
 
 check_clean_dmesg() {
@@ -208,8 +215,36 @@ wait_no_xdomain() {
 
 # Bring thunderbolt0 up on both guests with 192.0.2.1 (a) / .2 (b) and
 # wait for the carrier (both logins done, DMA paths enabled).
+#
+# Stock thunderbolt-net has a login race (drivers/net/thunderbolt.c, 6.1
+# and 6.12; docs/testing.md): netif_running() is already true while
+# tbnet_open() runs, before it has allocated its transmit HopID, so a
+# peer's LOGIN arriving in that window is answered and our own LOGIN goes
+# out with transmit_path 0. The peer then fails "failed to allocate Rx
+# HopID" for good (it keeps the bad path until we log in again, which we
+# never do: we are connected). It hits real machines as much as VMs, when
+# both ends open the interface at about the same time; under TCG the window
+# is a few ms per ifup. tbnet_up recognises exactly that state (one side
+# with carrier, the other without and with that message) and re-opens the
+# interface on both sides once, saying so; anything else still fails. The
+# marker file lets tb_problems accept that one message in this scenario.
+tbnet_carrier() {
+	vm "$1" sh -c 'grep -q 1 /sys/class/net/thunderbolt0/carrier'
+}
+tbnet_login_race() {
+	local v w
+	for v in a b; do
+		[ $v = a ] && w=b || w=a
+		if ! tbnet_carrier $v && tbnet_carrier $w &&
+			vm $v sh -c 'dmesg | grep -q "thunderbolt0: failed to allocate Rx HopID"'; then
+			echo $v
+			return 0
+		fi
+	done
+	return 1
+}
 tbnet_up() {
-	local v ip
+	local v ip side
 	for v in a b; do
 		wait_for "vm $v test -e /sys/class/net/thunderbolt0" 90 || return 1
 	done
@@ -217,8 +252,19 @@ tbnet_up() {
 		[ $v = a ] && ip=192.0.2.1 || ip=192.0.2.2
 		vm $v sh -c "ip addr flush dev thunderbolt0 && ip addr add $ip/24 dev thunderbolt0 && ip link set thunderbolt0 up" || return 1
 	done
+	wait_for "{ tbnet_carrier a && tbnet_carrier b; } || tbnet_login_race" 120 || return 1
+	if side=$(tbnet_login_race); then
+		diag "tbnet_up: stock thunderbolt-net login race: $side got the peer's LOGIN with transmit path 0 (\"failed to allocate Rx HopID\"); re-opening thunderbolt0 on both (harness/scenarios/common.sh)"
+		touch "$VMPAIR_STATE/tbnet-login-race-$side"
+		for v in a b; do
+			vm $v ip link set thunderbolt0 down || return 1
+		done
+		for v in a b; do
+			vm $v ip link set thunderbolt0 up || return 1
+		done
+	fi
 	for v in a b; do
-		wait_for "vm $v sh -c 'grep -q 1 /sys/class/net/thunderbolt0/carrier'" 120 || return 1
+		wait_for "tbnet_carrier $v" 120 || return 1
 	done
 }
 
