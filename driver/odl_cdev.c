@@ -96,8 +96,9 @@ static long odl_ioc_info(struct odl_file *f, unsigned long arg)
 	info.max_msg_size = ODL_MAX_MSG;
 	info.e2e_setting = odl_e2e_setting();
 	spin_lock(&dev->lock);
-	info.state = dev->connected ? ODL_TB5_STATE_CONNECTED :
-				      ODL_TB5_STATE_DISCONNECTED;
+	/* connected = data can flow: both receive sides are up */
+	info.state = dev->tx_ready ? ODL_TB5_STATE_CONNECTED :
+				     ODL_TB5_STATE_DISCONNECTED;
 	info.proto_version = dev->proto_version;
 	info.generation = dev->generation;
 	info.features = dev->features;
@@ -336,86 +337,70 @@ static int odl_region(struct odl_file *f, u32 flags, u32 id, bool tx,
 	return 0;
 }
 
-static long odl_ioc_send(struct odl_file *f, unsigned long arg)
+/* One SEND, checked field by field (f->mutex held: it keeps the DMA-buf
+ * from being released).
+ */
+static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
+		       u32 dst_port, u64 offset, u64 length, u64 cookie)
 {
-	struct odl_dev *dev = f->dev;
-	struct odl_tb5_send sd;
 	struct odl_region reg;
 	struct odl_send *s;
-	u32 usize, port;
+	u32 port;
 	int ret;
 
-	ret = odl_copy_in(&sd, sizeof(sd), ODL_TB5_SEND_SIZE_VER0, arg, &usize);
-	if (ret)
-		return ret;
-	if (sd.flags & ~ODL_TB5_F_DMABUF)
+	if (flags & ~ODL_TB5_F_DMABUF)
 		return -EINVAL;
-	if (!sd.dst_port || sd.dst_port > ODL_TB5_MAX_PORT || !sd.length)
+	if (!dst_port || dst_port > ODL_TB5_MAX_PORT || !length)
 		return -EINVAL;
-	if (sd.length > ODL_MAX_MSG)
+	if (length > ODL_MAX_MSG)
 		return -EMSGSIZE;
 	port = READ_ONCE(f->port);
 	if (!port)
 		return -EDESTADDRREQ;
-
-	mutex_lock(&f->mutex);	/* keeps the DMA-buf from being released */
-	ret = odl_region(f, sd.flags, sd.buf_id, true, sd.offset, sd.length,
-			 &reg);
+	ret = odl_region(f, flags, buf_id, true, offset, length, &reg);
 	if (ret)
-		goto out;
+		return ret;
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
-	if (!s) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!s)
+		return -ENOMEM;
 	INIT_LIST_HEAD(&s->list);
 	s->file = f;
 	s->dmabuf = reg.dmabuf;
 	s->src = reg.base;
-	s->len = sd.length;
-	s->dst_port = sd.dst_port;
+	s->len = length;
+	s->dst_port = dst_port;
 	s->src_port = port;
-	s->cookie = sd.cookie;
-	ret = odl_queue_send(dev, s);
+	s->cookie = cookie;
+	ret = odl_queue_send(f->dev, s);
 	if (ret)
 		kfree(s);
-out:
-	mutex_unlock(&f->mutex);
 	return ret;
 }
 
-static long odl_ioc_recv(struct odl_file *f, unsigned long arg)
+/* One RECV (f->mutex held). */
+static int odl_do_recv(struct odl_file *f, u32 flags, u32 buf_id,
+		       u64 offset, u64 capacity, u64 cookie)
 {
 	struct odl_dev *dev = f->dev;
-	struct odl_tb5_recv rv;
 	struct odl_region reg;
 	struct odl_recv *r;
-	u32 usize;
-	int ret;
+	int ret = 0;
 
-	ret = odl_copy_in(&rv, sizeof(rv), ODL_TB5_RECV_SIZE_VER0, arg, &usize);
-	if (ret)
-		return ret;
-	if ((rv.flags & ~ODL_TB5_F_DMABUF) || rv.reserved || !rv.capacity)
+	if ((flags & ~ODL_TB5_F_DMABUF) || !capacity)
 		return -EINVAL;
 	if (!READ_ONCE(f->port))
 		return -EDESTADDRREQ;
-
-	mutex_lock(&f->mutex);
-	ret = odl_region(f, rv.flags, rv.buf_id, false, rv.offset,
-			 rv.capacity, &reg);
+	ret = odl_region(f, flags, buf_id, false, offset, capacity, &reg);
 	if (ret)
-		goto out;
+		return ret;
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
-	if (!r) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!r)
+		return -ENOMEM;
 	r->file = f;
 	r->dmabuf = reg.dmabuf;
 	r->dst = reg.base;
-	r->capacity = rv.capacity;
-	r->cookie = rv.cookie;
+	r->capacity = capacity;
+	r->cookie = cookie;
 
 	spin_lock(&dev->lock);
 	if (dev->gone)
@@ -425,30 +410,179 @@ static long odl_ioc_recv(struct odl_file *f, unsigned long arg)
 	if (ret) {
 		spin_unlock(&dev->lock);
 		kfree(r);
-		goto out;
+		return ret;
 	}
 	f->recvs_out++;
 	if (r->dmabuf)
 		r->dmabuf->users++;
 	odl_post_recv(dev, f, r);
 	spin_unlock(&dev->lock);
-out:
+	return 0;
+}
+
+static long odl_ioc_send(struct odl_file *f, unsigned long arg)
+{
+	struct odl_tb5_send sd;
+	u32 usize;
+	int ret;
+
+	ret = odl_copy_in(&sd, sizeof(sd), ODL_TB5_SEND_SIZE_VER0, arg, &usize);
+	if (ret)
+		return ret;
+	mutex_lock(&f->mutex);
+	ret = odl_do_send(f, sd.flags, sd.buf_id, sd.dst_port, sd.offset,
+			  sd.length, sd.cookie);
 	mutex_unlock(&f->mutex);
 	return ret;
 }
 
-static bool odl_cq_ready(struct odl_file *f)
+static long odl_ioc_recv(struct odl_file *f, unsigned long arg)
 {
-	return READ_ONCE(f->cq_count) || READ_ONCE(f->dev->gone);
+	struct odl_tb5_recv rv;
+	u32 usize;
+	int ret;
+
+	ret = odl_copy_in(&rv, sizeof(rv), ODL_TB5_RECV_SIZE_VER0, arg, &usize);
+	if (ret)
+		return ret;
+	if (rv.reserved)
+		return -EINVAL;
+	mutex_lock(&f->mutex);
+	ret = odl_do_recv(f, rv.flags, rv.buf_id, rv.offset, rv.capacity,
+			  rv.cookie);
+	mutex_unlock(&f->mutex);
+	return ret;
+}
+
+/* SUBMIT entries are read in chunks of this many (stack) */
+#define ODL_SQE_CHUNK	8
+
+static int odl_submit_one(struct odl_file *f, const struct odl_tb5_sqe *e)
+{
+	if (e->reserved)
+		return -EINVAL;
+	switch (e->op) {
+	case ODL_TB5_SQE_SEND:
+		return odl_do_send(f, e->flags, e->buf_id, e->dst_port,
+				   e->offset, e->length, e->cookie);
+	case ODL_TB5_SQE_RECV:
+		if (e->dst_port)
+			return -EINVAL;
+		return odl_do_recv(f, e->flags, e->buf_id, e->offset,
+				   e->length, e->cookie);
+	default:
+		return -EINVAL;
+	}
+}
+
+static long odl_ioc_submit(struct odl_file *f, unsigned long arg)
+{
+	struct odl_tb5_sqe e[ODL_SQE_CHUNK];
+	struct odl_tb5_submit sb;
+	u32 usize, i, j, n, done = 0, es;
+	u8 __user *uptr;
+	int ret, err = 0;
+
+	ret = odl_copy_in(&sb, sizeof(sb), ODL_TB5_SUBMIT_SIZE_VER0, arg,
+			  &usize);
+	if (ret)
+		return ret;
+	if (sb.flags || sb.reserved || !sb.count ||
+	    sb.count > ODL_TB5_MAX_SUBMIT ||
+	    sb.entry_size < ODL_TB5_SQE_SIZE_VER0 || sb.entry_size > 4096 ||
+	    !sb.entries_ptr)
+		return -EINVAL;
+	es = sb.entry_size;
+	uptr = u64_to_user_ptr(sb.entries_ptr);
+	if (!access_ok(uptr, (size_t)sb.count * es))
+		return -EFAULT;
+
+	mutex_lock(&f->mutex);
+	for (i = 0; i < sb.count && !err; i += n) {
+		n = min_t(u32, sb.count - i, ODL_SQE_CHUNK);
+		if (es == sizeof(e[0])) {
+			if (copy_from_user(e, uptr + (size_t)i * es,
+					   (size_t)n * es))
+				err = -EFAULT;
+		} else {
+			/* a larger entry is accepted with a zero tail */
+			for (j = 0; j < n && !err; j++)
+				err = copy_struct_from_user(&e[j], sizeof(e[j]),
+							    uptr + (size_t)(i + j) * es,
+							    es);
+		}
+		for (j = 0; j < n && !err; j++) {
+			err = odl_submit_one(f, &e[j]);
+			if (!err)
+				done++;
+		}
+	}
+	mutex_unlock(&f->mutex);
+	if (!done)
+		return err;
+	sb.done = done;
+	sb.error = -err;
+	return odl_copy_out(arg, &sb, sizeof(sb), usize);
+}
+
+static bool odl_cq_ready(struct odl_file *f, u32 want)
+{
+	return READ_ONCE(f->cq_count) >= want || READ_ONCE(f->cq_urgent) ||
+	       READ_ONCE(f->dev->gone);
+}
+
+/* count a POLL_CQ waiter in (add) or out, for odl_cq_push's wake-ups */
+static void odl_cq_waiter(struct odl_file *f, u32 want, bool add)
+{
+	spin_lock(&f->dev->lock);
+	if (want <= 1) {
+		f->cq_eager_waiters += add ? 1 : -1;
+	} else if (add) {
+		/* the smallest batch wanted: nobody sleeps past theirs */
+		if (!f->cq_batch_waiters || want < f->cq_batch_want)
+			f->cq_batch_want = want;
+		f->cq_batch_waiters++;
+	} else {
+		f->cq_batch_waiters--;
+	}
+	spin_unlock(&f->dev->lock);
+}
+
+/* copy n queued completions from head on to the user (f->mutex held:
+ * producers only write past head + cq_count, so the range is stable)
+ */
+static int odl_cq_copy(struct odl_file *f, u8 __user *uptr, u32 esize,
+		       u32 head, u32 n)
+{
+	const size_t csize = sizeof(struct odl_tb5_completion);
+	u32 i, first;
+
+	if (esize == csize) {
+		/* the common case: at most two runs of the ring */
+		first = min(n, ODL_CQ_SIZE - head);
+		if (copy_to_user(uptr, &f->cq[head], first * csize) ||
+		    copy_to_user(uptr + first * csize, f->cq,
+				 (n - first) * csize))
+			return -EFAULT;
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		u8 __user *p = uptr + (size_t)i * esize;
+
+		if (copy_to_user(p, &f->cq[(head + i) % ODL_CQ_SIZE],
+				 min_t(u32, esize, csize)) ||
+		    (esize > csize && clear_user(p + csize, esize - csize)))
+			return -EFAULT;
+	}
+	return 0;
 }
 
 static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 {
 	struct odl_dev *dev = f->dev;
-	struct odl_tb5_completion *tmp;
 	struct odl_tb5_poll_cq pq;
 	u8 __user *uptr;
-	u32 usize, n, i, esize;
+	u32 usize, n, head, esize, want;
 	long t;
 	int ret;
 
@@ -459,63 +593,54 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	if (!pq.max_entries || pq.max_entries > ODL_CQ_SIZE ||
 	    (pq.flags & ~ODL_TB5_POLL_F_ETIMEDOUT) ||
 	    pq.entry_size < ODL_TB5_COMPLETION_SIZE_VER0 ||
-	    pq.entry_size > 4096 || pq.timeout_ms < -1 || !pq.entries_ptr)
+	    pq.entry_size > 4096 || pq.timeout_ms < -1 || !pq.entries_ptr ||
+	    pq.min_entries > pq.max_entries || pq.reserved2)
 		return -EINVAL;
 	esize = pq.entry_size;
 	uptr = u64_to_user_ptr(pq.entries_ptr);
 	if (!access_ok(uptr, (size_t)pq.max_entries * esize))
 		return -EFAULT;
+	want = max(pq.min_entries, 1u);
 
-	if (pq.timeout_ms && !odl_cq_ready(f)) {
+	if (pq.timeout_ms && !odl_cq_ready(f, want)) {
 		u64 spin_until = ktime_get_ns() + odl_busy_poll * 1000ull;
 
-		while (odl_busy_poll && !odl_cq_ready(f) &&
+		while (odl_busy_poll && !odl_cq_ready(f, want) &&
 		       ktime_get_ns() < spin_until && !signal_pending(current))
 			cpu_relax();
+		odl_cq_waiter(f, want, true);
 		if (pq.timeout_ms < 0) {
-			t = wait_event_interruptible(f->wq, odl_cq_ready(f));
+			t = wait_event_interruptible(f->wq,
+						     odl_cq_ready(f, want));
 		} else {
 			t = msecs_to_jiffies(pq.timeout_ms);
 			t = wait_event_interruptible_timeout(f->wq,
-							     odl_cq_ready(f),
+							     odl_cq_ready(f, want),
 							     t);
 			t = t < 0 ? t : 0;
 		}
-		if (t < 0 && !odl_cq_ready(f))
+		odl_cq_waiter(f, want, false);
+		if (t < 0 && !odl_cq_ready(f, 1))
 			return -EINTR;
 		/* a bounded wait that ended empty: say so if asked to */
-		if (pq.timeout_ms > 0 && !odl_cq_ready(f) &&
+		if (pq.timeout_ms > 0 && !odl_cq_ready(f, 1) &&
 		    (pq.flags & ODL_TB5_POLL_F_ETIMEDOUT))
 			return -ETIMEDOUT;
 	}
 
-	tmp = kvcalloc(pq.max_entries, sizeof(*tmp), GFP_KERNEL);
-	if (!tmp)
-		return -ENOMEM;
 	/* one reader at a time: peek, copy out, then consume */
 	mutex_lock(&f->mutex);
 	spin_lock(&dev->lock);
 	n = min(pq.max_entries, f->cq_count);
+	head = f->cq_head;
 	if (!n && dev->gone) {
 		/* everything delivered and the peer will not come back */
 		spin_unlock(&dev->lock);
 		mutex_unlock(&f->mutex);
-		kvfree(tmp);
 		return -ENODEV;
 	}
-	for (i = 0; i < n; i++)
-		tmp[i] = f->cq[(f->cq_head + i) % ODL_CQ_SIZE];
 	spin_unlock(&dev->lock);
-	for (i = 0; i < n; i++) {
-		if (copy_to_user(uptr + (size_t)i * esize, &tmp[i],
-				 min_t(u32, esize, sizeof(tmp[i]))) ||
-		    (esize > sizeof(tmp[i]) &&
-		     clear_user(uptr + (size_t)i * esize + sizeof(tmp[i]),
-				esize - sizeof(tmp[i])))) {
-			ret = -EFAULT;
-			break;
-		}
-	}
+	ret = odl_cq_copy(f, uptr, esize, head, n);
 	pq.count = n;
 	if (!ret)
 		ret = odl_copy_out(arg, &pq, sizeof(pq), usize);
@@ -523,10 +648,11 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 		spin_lock(&dev->lock);
 		f->cq_head = (f->cq_head + n) % ODL_CQ_SIZE;
 		f->cq_count -= n;
+		if (!f->cq_count)
+			f->cq_urgent = false;
 		spin_unlock(&dev->lock);
 	}
 	mutex_unlock(&f->mutex);
-	kvfree(tmp);
 	return ret;
 }
 
@@ -743,6 +869,8 @@ static long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return odl_ioc_recv(f, arg);
 	case _IOC_NR(ODL_TB5_IOC_DMABUF_IMPORT):
 		return odl_ioc_dmabuf_import(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_SUBMIT):
+		return odl_ioc_submit(f, arg);
 	}
 	return -ENOTTY;
 }
@@ -929,6 +1057,12 @@ static char *odl_devnode(ODL_DEVNODE_CONST struct device *dev, umode_t *mode)
 int odl_cdev_init(void)
 {
 	int ret;
+
+	BUILD_BUG_ON(sizeof(struct odl_tb5_poll_cq) != ODL_TB5_POLL_CQ_SIZE_1_3);
+	BUILD_BUG_ON(sizeof(struct odl_tb5_sqe) != ODL_TB5_SQE_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct odl_tb5_submit) != ODL_TB5_SUBMIT_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct odl_tb5_completion) !=
+		     ODL_TB5_COMPLETION_SIZE_VER0);
 
 	ret = alloc_chrdev_region(&odl_devt, 0, ODL_MAX_DEVS, "odl_tb5");
 	if (ret)

@@ -67,6 +67,11 @@ module_param(rx_stall_ms, uint, 0644);
 MODULE_PARM_DESC(rx_stall_ms,
 		 "how long a message may hold the RX ring while its port has no RECV posted and the pending queue is full, then it is dropped (default: 10000)");
 
+static unsigned int test_path_delay_ms;
+module_param(test_path_delay_ms, uint, 0644);
+MODULE_PARM_DESC(test_path_delay_ms,
+		 "testing: wait this long, at most 10000 ms, after starting the rings and before enabling the DMA paths at login (a slow controller; odl-unplug uses it), 0 = none (default: 0)");
+
 unsigned int odl_busy_poll;
 module_param_named(busy_poll, odl_busy_poll, uint, 0644);
 MODULE_PARM_DESC(busy_poll,
@@ -91,6 +96,7 @@ enum odl_xd_type {
 	ODL_XD_LOGIN_RESPONSE = 2,
 	ODL_XD_LOGOUT = 3,
 	ODL_XD_STATUS = 4,
+	ODL_XD_READY = 5,	/* RX_READY: my receive side is up */
 };
 
 enum odl_xd_status {
@@ -144,6 +150,17 @@ struct odl_xd_logout {
 	u32 reserved;
 };
 
+/* READY (feature ODL_TB5_FEAT_RX_READY): sent once the sender's RX ring
+ * holds buffers and its DMA paths are enabled, for the connection of
+ * sessions (session, peer_session); answered with a STATUS.
+ */
+struct odl_xd_ready {
+	struct odl_xd_hdr hdr;
+	u32 session;		/* the sender's session */
+	u32 peer_session;	/* the receiver's session, as the sender knows it */
+	u32 reserved[2];
+};
+
 struct odl_xd_status_msg {
 	struct odl_xd_hdr hdr;
 	u32 status;
@@ -155,6 +172,7 @@ union odl_xd_any {
 	struct odl_xd_login login;
 	struct odl_xd_login_response login_resp;
 	struct odl_xd_logout logout;
+	struct odl_xd_ready ready;
 	struct odl_xd_status_msg status;
 };
 
@@ -175,7 +193,8 @@ static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
 
 static u32 odl_local_features(const struct odl_dev *dev)
 {
-	return (dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS;
+	return (dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS |
+	       ODL_TB5_FEAT_RX_READY;
 }
 
 /* ---------------------------------------------------------------------
@@ -198,7 +217,12 @@ void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 	c->src_port = src_port;
 	c->flags = flags;
 	f->cq_count++;
-	wake_up_interruptible(&f->wq);
+	if (type == ODL_TB5_COMP_EVENT)
+		f->cq_urgent = true;
+	/* batch waiters alone: wake them once their batch is there */
+	if (f->cq_urgent || f->cq_eager_waiters || !f->cq_batch_waiters ||
+	    f->cq_count >= f->cq_batch_want)
+		wake_up_interruptible(&f->wq);
 }
 
 /* An event takes a slot only if sends and receives keep theirs. */
@@ -354,9 +378,12 @@ static void odl_tx_credit(struct odl_dev *dev)
 /* Fill free frames from the send queue (dev->lock held). */
 static void odl_tx_pump(struct odl_dev *dev)
 {
-	if (dev->connected && dev->rx_sw)
+	/* nothing goes out before the peer's receive side is up */
+	if (!dev->tx_ready)
+		return;
+	if (dev->rx_sw)
 		odl_tx_credit(dev);
-	while (dev->connected && !list_empty(&dev->txq)) {
+	while (!list_empty(&dev->txq)) {
 		struct odl_send *s;
 		struct odl_frame *fr;
 		struct odl_frame_hdr *h;
@@ -1064,6 +1091,8 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 	dev_info(&dev->svc->dev, "disconnected from peer (%s)\n", why);
 	spin_lock(&dev->lock);
 	dev->connected = false;
+	dev->paths_up = false;
+	dev->tx_ready = false;
 	resuming = dev->resuming;
 	spin_unlock(&dev->lock);
 	cancel_delayed_work_sync(&dev->watchdog);
@@ -1097,6 +1126,31 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 	spin_unlock(&dev->lock);
 }
 
+/*
+ * Open TX once this side's paths are up and the peer has said its receive
+ * side is up for this very connection (its READY names both sessions); a
+ * peer without the feature gets data as soon as the paths are up, as
+ * before. conn_lock held.
+ */
+static void odl_open_tx(struct odl_dev *dev)
+{
+	bool open;
+
+	spin_lock(&dev->lock);
+	open = dev->connected && dev->paths_up && !dev->tx_ready &&
+	       (!(dev->features & ODL_TB5_FEAT_RX_READY) ||
+		(dev->peer_ready_seen &&
+		 dev->peer_ready_session == dev->remote_session &&
+		 dev->peer_ready_target == dev->local_session));
+	if (open) {
+		dev->tx_ready = true;
+		odl_tx_pump(dev);
+	}
+	spin_unlock(&dev->lock);
+	if (open && (dev->features & ODL_TB5_FEAT_RX_READY))
+		dev_dbg(&dev->svc->dev, "peer receive side ready\n");
+}
+
 /* conn_lock held */
 static void odl_try_connect(struct odl_dev *dev)
 {
@@ -1119,7 +1173,11 @@ static void odl_try_connect(struct odl_dev *dev)
 	spin_lock(&dev->lock);
 	dev->tx_seq = 0;
 	dev->tx_msg_id = 0;
-	dev->rx.seq_valid = false;
+	/* the peer's first frame is number 0: a lost first frame is a gap,
+	 * reported like any other, not a silently shorter stream
+	 */
+	dev->rx.seq_valid = true;
+	dev->rx.expect_seq = 0;
 	dev->rx.active = false;
 	INIT_LIST_HEAD(&dev->rx_held);
 	dev->rx_stalled = false;
@@ -1139,6 +1197,9 @@ static void odl_try_connect(struct odl_dev *dev)
 	dev->rx_ack_sent = 0;
 	dev->rx_ack_time = jiffies;
 	dev->credit_pending = false;
+	/* RX takes frames from here on; TX waits for odl_open_tx */
+	dev->paths_up = false;
+	dev->tx_ready = false;
 	dev->connected = true;
 	spin_unlock(&dev->lock);
 
@@ -1148,6 +1209,8 @@ static void odl_try_connect(struct odl_dev *dev)
 		dev->rx_frames[i].frame.size = 0;
 		tb_ring_rx(dev->rx_ring, &dev->rx_frames[i].frame);
 	}
+	if (READ_ONCE(test_path_delay_ms))
+		msleep(min(READ_ONCE(test_path_delay_ms), 10000u));
 
 	ret = tb_xdomain_enable_paths(dev->xd, dev->local_transmit_path,
 				      dev->tx_ring->hop,
@@ -1177,8 +1240,14 @@ static void odl_try_connect(struct odl_dev *dev)
 	if (!dev->resuming)
 		odl_event_all(dev, 0, ODL_TB5_CF_LINK_UP);
 	dev->resuming = false;
-	odl_tx_pump(dev);
+	dev->paths_up = true;
 	spin_unlock(&dev->lock);
+	/* our receive side is up: tell the peer, which sends nothing before */
+	dev->ready_sent = false;
+	dev->ready_retries = 0;
+	if (dev->features & ODL_TB5_FEAT_RX_READY)
+		mod_delayed_work(system_long_wq, &dev->ready_work, 0);
+	odl_open_tx(dev);
 	memset(&dev->tx_watch, 0, sizeof(dev->tx_watch));
 	memset(&dev->rx_watch, 0, sizeof(dev->rx_watch));
 	dev->tx_watch.since = jiffies;
@@ -1462,6 +1531,77 @@ static void odl_login_work(struct work_struct *work)
 	mutex_unlock(&dev->conn_lock);
 }
 
+/* READY to the peer: 0 acknowledged, -ESTALE the peer has another
+ * session (it logs in again), else retry.
+ */
+static int odl_send_ready(struct odl_dev *dev, u32 session, u32 peer_session,
+			  u8 sequence)
+{
+	struct odl_xd_status_msg resp;
+	struct odl_xd_ready req;
+	struct tb_xdomain *xd = dev->xd;
+	u32 cmd = atomic_inc_return(&dev->command_id);
+	int ret;
+
+	memset(&req, 0, sizeof(req));
+	odl_fill_hdr(&req.hdr, xd->route, sequence, xd->local_uuid,
+		     xd->remote_uuid, ODL_XD_READY, sizeof(req), cmd);
+	req.session = session;
+	req.peer_session = peer_session;
+	memset(&resp, 0, sizeof(resp));
+	ret = tb_xdomain_request(xd, &req, sizeof(req), TB_CFG_PKG_XDOMAIN_REQ,
+				 &resp, sizeof(resp), TB_CFG_PKG_XDOMAIN_RESP,
+				 ODL_LOGIN_TIMEOUT_MS);
+	if (ret)
+		return ret;
+	if (resp.hdr.type != ODL_XD_STATUS || resp.hdr.command_id != cmd ||
+	    !uuid_equal(&resp.hdr.initiator_uuid, xd->remote_uuid) ||
+	    !uuid_equal(&resp.hdr.target_uuid, xd->local_uuid))
+		return -EAGAIN;
+	if (resp.status == ODL_XD_OK)
+		return 0;
+	return resp.status == ODL_XD_EINVAL ? -ESTALE : -EAGAIN;
+}
+
+static void odl_ready_work(struct work_struct *work)
+{
+	struct odl_dev *dev = container_of(to_delayed_work(work),
+					   struct odl_dev, ready_work);
+	u32 session, peer_session, gen;
+	unsigned long delay;
+	int ret;
+
+	mutex_lock(&dev->conn_lock);
+	if (dev->removing || !dev->paths_up || dev->ready_sent) {
+		mutex_unlock(&dev->conn_lock);
+		return;
+	}
+	session = dev->local_session;
+	peer_session = dev->remote_session;
+	gen = dev->generation;
+	mutex_unlock(&dev->conn_lock);
+
+	ret = odl_send_ready(dev, session, peer_session,
+			     dev->ready_retries & 3);
+
+	mutex_lock(&dev->conn_lock);
+	/* a new connection sends its own READY */
+	if (dev->removing || !dev->paths_up || dev->generation != gen) {
+		mutex_unlock(&dev->conn_lock);
+		return;
+	}
+	if (!ret || ret == -ESTALE) {
+		dev->ready_sent = true;
+	} else {
+		delay = min(ODL_LOGIN_BACKOFF_MIN << min(dev->ready_retries, 6u),
+			    ODL_LOGIN_BACKOFF_MAX);
+		dev->ready_retries++;
+		queue_delayed_work(system_long_wq, &dev->ready_work,
+				   msecs_to_jiffies(delay));
+	}
+	mutex_unlock(&dev->conn_lock);
+}
+
 static void odl_peer_work(struct work_struct *work)
 {
 	struct odl_dev *dev = container_of(work, struct odl_dev, peer_work);
@@ -1531,6 +1671,9 @@ static void odl_peer_work(struct work_struct *work)
 	}
 	odl_try_connect(dev);
 out:
+	/* a READY may have come with or after the LOGIN */
+	if (!dev->removing)
+		odl_open_tx(dev);
 	mutex_unlock(&dev->conn_lock);
 }
 
@@ -1640,6 +1783,24 @@ static int odl_handle_packet(const void *buf, size_t size, void *data)
 		queue_work(system_long_wq, &dev->peer_work);
 		return 1;
 
+	case ODL_XD_READY:
+		/* record first: an OK tells the peer we know */
+		if (size < sizeof(struct odl_xd_ready) ||
+		    pkt.ready.peer_session != READ_ONCE(dev->local_session)) {
+			/* short, or for a session of ours that is gone */
+			odl_xd_reply_status(dev, &pkt.hdr, route, sequence,
+					    ODL_XD_EINVAL);
+			return 1;
+		}
+		spin_lock(&dev->lock);
+		dev->peer_ready_seen = true;
+		dev->peer_ready_session = pkt.ready.session;
+		dev->peer_ready_target = pkt.ready.peer_session;
+		spin_unlock(&dev->lock);
+		odl_xd_reply_status(dev, &pkt.hdr, route, sequence, ODL_XD_OK);
+		queue_work(system_long_wq, &dev->peer_work);
+		return 1;
+
 	case ODL_XD_LOGOUT:
 		if (odl_xd_reply_status(dev, &pkt.hdr, route, sequence,
 					ODL_XD_OK))
@@ -1704,6 +1865,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	mutex_init(&dev->conn_lock);
 	spin_lock_init(&dev->lock);
 	INIT_DELAYED_WORK(&dev->login_work, odl_login_work);
+	INIT_DELAYED_WORK(&dev->ready_work, odl_ready_work);
 	INIT_WORK(&dev->peer_work, odl_peer_work);
 	INIT_DELAYED_WORK(&dev->rx_replay, odl_rx_replay_work);
 	INIT_DELAYED_WORK(&dev->watchdog, odl_watchdog_work);
@@ -1768,6 +1930,7 @@ static void odl_remove(struct tb_service *svc)
 	WRITE_ONCE(dev->removing, true);
 	mutex_unlock(&dev->conn_lock);
 	cancel_delayed_work_sync(&dev->login_work);
+	cancel_delayed_work_sync(&dev->ready_work);
 	tb_unregister_protocol_handler(&dev->handler);
 	cancel_work_sync(&dev->peer_work);
 	cancel_work_sync(&dev->fallback_work);
@@ -1812,6 +1975,7 @@ static int __init odl_init(void)
 	BUILD_BUG_ON(sizeof(struct odl_frame_hdr) != 32);
 	BUILD_BUG_ON(sizeof(struct odl_xd_login) > 248);
 	BUILD_BUG_ON(sizeof(struct odl_xd_login_response) > 248);
+	BUILD_BUG_ON(sizeof(struct odl_xd_ready) > 248);
 
 	if (!odl_ring_size_ok(ring_size)) {
 		pr_err("ring_size %u: must be a power of two in 64..16384\n",

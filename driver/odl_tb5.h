@@ -184,6 +184,14 @@ struct odl_dev {
 	u32 proto_version;
 	atomic_t command_id;
 
+	/* receive-side readiness (feature ODL_TB5_FEAT_RX_READY): this
+	 * side sends READY once its RX ring and paths are up (ready_work,
+	 * conn_lock); the peer's READY opens TX
+	 */
+	struct delayed_work ready_work;
+	unsigned int ready_retries;
+	bool ready_sent;
+
 	/* what the protocol handler saw, consumed by peer_work (lock) */
 	bool peer_login_pending;
 	bool peer_logout_pending;
@@ -191,6 +199,9 @@ struct odl_dev {
 	u32 peer_login_hopid;
 	u32 peer_login_ring;
 	u32 peer_login_features;
+	bool peer_ready_seen;		/* a READY arrived: */
+	u32 peer_ready_session;		/* its sender's session */
+	u32 peer_ready_target;		/* the session it was meant for */
 
 	struct tb_ring *tx_ring;
 	struct tb_ring *rx_ring;
@@ -210,7 +221,9 @@ struct odl_dev {
 
 	/* data path and files, protected by lock */
 	spinlock_t lock;
-	bool connected;
+	bool connected;		/* RX ring taking frames (paths may be down) */
+	bool paths_up;		/* rings started, RX posted, paths enabled */
+	bool tx_ready;		/* and the peer's receive side is up: TX */
 	bool gone;
 	u32 generation;
 	struct list_head tx_free;
@@ -288,6 +301,14 @@ struct odl_file {
 	u32 cq_head;
 	u32 cq_count;
 	u64 cq_dropped;
+	/* POLL_CQ waiters (1.3 min_entries): while only batch waiters wait,
+	 * a completion wakes them once cq_batch_want are queued; an event
+	 * (cq_urgent, until the queue drains) wakes everyone
+	 */
+	u32 cq_eager_waiters;
+	u32 cq_batch_waiters;
+	u32 cq_batch_want;
+	bool cq_urgent;
 };
 
 /* odl_main.c */

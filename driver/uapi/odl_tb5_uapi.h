@@ -55,7 +55,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	2
+#define ODL_TB5_ABI_MINOR	3
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -68,13 +68,16 @@
 #define ODL_TB5_MAX_OUTSTANDING	256	/* sends, and receives, per file */
 #define ODL_TB5_MAX_DMABUFS	16	/* imported DMA-bufs per file */
 
-/* odl_tb5_info.state */
+/* odl_tb5_info.state; 1.3: CONNECTED also means the peer confirmed that
+ * its receive side is up (ODL_TB5_FEAT_RX_READY), so data can flow
+ */
 #define ODL_TB5_STATE_DISCONNECTED	0	/* peer known, not logged in */
 #define ODL_TB5_STATE_CONNECTED		1	/* logged in, paths up */
 
 /* odl_tb5_info.features: negotiated with the peer */
 #define ODL_TB5_FEAT_E2E	(1ull << 0)	/* end-to-end flow control */
 #define ODL_TB5_FEAT_SW_CREDITS	(1ull << 1)	/* 1.2: in-band software credits */
+#define ODL_TB5_FEAT_RX_READY	(1ull << 2)	/* 1.3: peer confirms its RX */
 
 /* odl_tb5_info.flow_control (1.2): what keeps the sender from overrunning
  * the receiver's RX ring on the current connection
@@ -195,10 +198,49 @@ struct odl_tb5_poll_cq {
 		__u32 reserved;		/* in: 0 (ABI 1.0, 1.1) */
 		__u32 flags;		/* in, 1.2: ODL_TB5_POLL_F_* */
 	};
+	/* 1.3: a wait ends once min_entries completions are queued (or an
+	 * event, or the timeout); 0 or 1 = the first one; <= max_entries
+	 */
+	__u32 min_entries;
+	__u32 reserved2;		/* in: 0 */
 };
 
 /* odl_tb5_poll_cq.flags (1.2) */
 #define ODL_TB5_POLL_F_ETIMEDOUT (1u << 0)	/* fail with ETIMEDOUT, not count 0 */
+
+/*
+ * ODL_TB5_IOC_SUBMIT (1.3): several SENDs and RECVs in one call. Each
+ * entry is checked like the single ioctl (same errnos); entries are taken
+ * in order and the first one refused stops the batch. If the first entry
+ * is refused the ioctl fails with its errno and nothing changed; else it
+ * succeeds, done = entries taken, error = the positive errno of entry
+ * [done] (0 when all were taken).
+ */
+#define ODL_TB5_SQE_SEND	1	/* odl_tb5_sqe.op */
+#define ODL_TB5_SQE_RECV	2
+#define ODL_TB5_MAX_SUBMIT	64	/* entries per SUBMIT */
+
+struct odl_tb5_sqe {
+	__u32 op;			/* in: ODL_TB5_SQE_* */
+	__u32 flags;			/* in: ODL_TB5_F_* */
+	__u32 buf_id;			/* in: buffer id or DMA-buf handle */
+	__u32 dst_port;			/* in: SEND 1..MAX_PORT; RECV 0 */
+	__u64 offset;			/* in: byte offset in the buffer */
+	__u64 length;			/* in: SEND length / RECV capacity */
+	__u64 cookie;			/* in: returned in the completion */
+	__u64 reserved;			/* in: 0 */
+};
+
+struct odl_tb5_submit {
+	__u32 size;
+	__u32 flags;			/* in: 0 */
+	__u32 count;			/* in: 1..ODL_TB5_MAX_SUBMIT */
+	__u32 entry_size;		/* in: sizeof(struct odl_tb5_sqe) */
+	__u64 entries_ptr;		/* in: user pointer to count entries */
+	__u32 done;			/* out: entries taken */
+	__u32 error;			/* out: errno of entry [done], or 0 */
+	__u64 reserved;			/* in: 0 */
+};
 
 /* odl_tb5_stats.flags */
 #define ODL_TB5_STATS_RESET	(1u << 0)	/* in: zero after reading */
@@ -257,6 +299,7 @@ struct odl_tb5_dmabuf_release {
 	_IOWR(ODL_TB5_IOC_MAGIC, 0x07, struct odl_tb5_dmabuf_import)
 #define ODL_TB5_IOC_DMABUF_RELEASE \
 	_IOWR(ODL_TB5_IOC_MAGIC, 0x08, struct odl_tb5_dmabuf_release)
+#define ODL_TB5_IOC_SUBMIT	_IOWR(ODL_TB5_IOC_MAGIC, 0x09, struct odl_tb5_submit)
 
 /* sizes in ABI 1.0: the smallest size the driver accepts */
 #define ODL_TB5_INFO_SIZE_VER0		128
@@ -269,6 +312,11 @@ struct odl_tb5_dmabuf_release {
 #define ODL_TB5_STATS_SIZE_VER0		168
 #define ODL_TB5_DMABUF_IMPORT_SIZE_VER0	24
 #define ODL_TB5_DMABUF_RELEASE_SIZE_VER0	8
+/* added in 1.3: their first size */
+#define ODL_TB5_SQE_SIZE_VER0		48
+#define ODL_TB5_SUBMIT_SIZE_VER0	40
+/* sizes in 1.3 of structs that grew */
+#define ODL_TB5_POLL_CQ_SIZE_1_3	40
 
 #ifndef __KERNEL__
 #define ODL_TB5_SIZE_CHECK_(t, n) \
@@ -279,10 +327,12 @@ ODL_TB5_SIZE_CHECK_(odl_tb5_bind, ODL_TB5_BIND_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_send, ODL_TB5_SEND_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_recv, ODL_TB5_RECV_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_completion, ODL_TB5_COMPLETION_SIZE_VER0);
-ODL_TB5_SIZE_CHECK_(odl_tb5_poll_cq, ODL_TB5_POLL_CQ_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_poll_cq, ODL_TB5_POLL_CQ_SIZE_1_3);
 ODL_TB5_SIZE_CHECK_(odl_tb5_stats, ODL_TB5_STATS_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_import, ODL_TB5_DMABUF_IMPORT_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_release, ODL_TB5_DMABUF_RELEASE_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_sqe, ODL_TB5_SQE_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_submit, ODL_TB5_SUBMIT_SIZE_VER0);
 #undef ODL_TB5_SIZE_CHECK_
 #endif
 

@@ -424,6 +424,8 @@ static int cmd_badinput(void)
 	struct odl_tb5_stats st;
 	struct odl_tb5_dmabuf_import im;
 	struct odl_tb5_dmabuf_release rl;
+	struct odl_tb5_submit sb;
+	struct odl_tb5_sqe sq[3];
 	unsigned char big[512];
 	void *m;
 
@@ -537,6 +539,71 @@ static int cmd_badinput(void)
 	expect("POLL_CQ NULL entries", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), EINVAL);
 	pq.entries_ptr = (uintptr_t)ce;
 	expect("POLL_CQ no wait", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), 0);
+	pq.min_entries = 5;
+	expect("POLL_CQ min_entries > max_entries", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), EINVAL);
+	pq.min_entries = 4; pq.reserved2 = 1;
+	expect("POLL_CQ reserved2", ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq), EINVAL);
+	pq.reserved2 = 0; pq.timeout_ms = 30;
+	expect("POLL_CQ min_entries 4, nothing comes: timeout, count 0",
+	       ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) || pq.count, 0);
+	pq.timeout_ms = 0; pq.min_entries = 0;
+
+	/* submit (1.3): the batch, then each entry like SEND/RECV */
+	memset(sq, 0, sizeof(sq));
+	sq[0].op = ODL_TB5_SQE_RECV; sq[0].buf_id = 2; sq[0].length = 4096; sq[0].cookie = 71;
+	sq[1] = sq[0]; sq[1].offset = 4096; sq[1].cookie = 72;
+	sq[2] = sq[0]; sq[2].op = 7;
+	Z(sb); sb.size = sizeof(sb); sb.count = 3; sb.entry_size = sizeof(sq[0]);
+	sb.entries_ptr = (uintptr_t)sq; sb.flags = 1;
+	expect("SUBMIT flags", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sb.flags = 0; sb.reserved = 1;
+	expect("SUBMIT reserved", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sb.reserved = 0; sb.count = 0;
+	expect("SUBMIT count 0", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sb.count = ODL_TB5_MAX_SUBMIT + 1;
+	expect("SUBMIT count 65", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sb.count = 3; sb.entry_size = 40;
+	expect("SUBMIT entry_size 40", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sb.entry_size = 8192;
+	expect("SUBMIT entry_size 8192", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sb.entry_size = sizeof(sq[0]); sb.entries_ptr = 0;
+	expect("SUBMIT NULL entries", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sb.entries_ptr = 0x10;
+	expect("SUBMIT bad entries pointer", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EFAULT);
+	sb.entries_ptr = (uintptr_t)&sq[2]; sb.count = 1;
+	expect("SUBMIT unknown op (first entry: nothing taken)", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sq[2].op = ODL_TB5_SQE_RECV; sq[2].reserved = 1;
+	expect("SUBMIT entry reserved", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sq[2].reserved = 0; sq[2].dst_port = 1;
+	expect("SUBMIT RECV with dst_port", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sq[2].dst_port = 0; sq[2].buf_id = 0;
+	expect("SUBMIT RECV into a TX buffer", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sq[2].buf_id = 3; sq[2].offset = 65536;
+	expect("SUBMIT RECV range past end", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), ERANGE);
+	sq[2].offset = 0; sq[2].op = ODL_TB5_SQE_SEND; sq[2].buf_id = 0; sq[2].dst_port = 0;
+	expect("SUBMIT SEND dst_port 0", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sq[2].dst_port = 1; sq[2].length = (16u << 20) + 1;
+	expect("SUBMIT SEND length > max_msg", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EMSGSIZE);
+	sq[2].length = 1; sq[2].flags = 2;
+	expect("SUBMIT SEND unknown flag", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sq[2].flags = 0; sq[2].buf_id = 2;
+	expect("SUBMIT SEND from an RX buffer", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	memset(big, 0, sizeof(big));
+	memcpy(big, &sq[0], sizeof(sq[0]));
+	big[sizeof(sq[0])] = 1;
+	sb.entries_ptr = (uintptr_t)big; sb.entry_size = 64;
+	expect("SUBMIT larger entry, nonzero tail", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), E2BIG);
+	/* two good entries, then a bad one: two taken, the third's errno */
+	sq[2].op = 7;
+	sb.entries_ptr = (uintptr_t)sq; sb.entry_size = sizeof(sq[0]); sb.count = 3;
+	expect("SUBMIT 2 good + 1 bad", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), 0);
+	ntest++;
+	if (sb.done == 2 && sb.error == EINVAL) {
+		printf("ok %d - SUBMIT took 2 entries, third refused with EINVAL\n", ntest);
+	} else {
+		nfail++;
+		printf("not ok %d - SUBMIT: done %u error %u\n", ntest, sb.done, sb.error);
+	}
 
 	/* stats, dmabuf */
 	Z(st); st.size = sizeof(st); st.flags = 2;
@@ -659,7 +726,9 @@ static int cmd_fuzz(void)
 			struct odl_tb5_stats st;
 			struct odl_tb5_dmabuf_import im;
 			struct odl_tb5_dmabuf_release rel;
+			struct odl_tb5_submit sb;
 		} u;
+		static struct odl_tb5_sqe fsq[ODL_TB5_MAX_SUBMIT + 2];
 		unsigned int nr = nrs[rnd_n(sizeof(nrs) / sizeof(nrs[0]))];
 		unsigned int act = (unsigned int)rnd_n(100);
 		size_t sz = 0;
@@ -762,6 +831,8 @@ static int cmd_fuzz(void)
 			    u.pq.max_entries * (uint64_t)u.pq.entry_size > sizeof(ce))
 				u.pq.entries_ptr = 0x10;
 			u.pq.timeout_ms = rnd_n(3) ? (int32_t)rnd_n(3) : rnd_n(2) ? -1 : (int32_t)rnd_val(50);
+			if (!rnd_n(4))
+				u.pq.min_entries = (uint32_t)rnd_val(8);
 			break;
 		case 6:
 			sz = sizeof(u.st);
@@ -775,6 +846,33 @@ static int cmd_fuzz(void)
 		case 8:
 			sz = sizeof(u.rel);
 			u.rel.handle = (uint32_t)rnd_val(16);
+			break;
+		case 9:
+			/* SUBMIT: mostly plausible SEND/RECV entries, some broken */
+			sz = sizeof(u.sb);
+			u.sb.count = (uint32_t)(rnd_n(4) ? rnd_n(8) + 1 : rnd_val(ODL_TB5_MAX_SUBMIT));
+			u.sb.entry_size = rnd_n(8) ? sizeof(fsq[0]) : (uint32_t)rnd_val(64);
+			u.sb.entries_ptr = rnd_n(8) ? (uintptr_t)fsq : rnd_n(2) ? 0 : rnd();
+			if (u.sb.entries_ptr == (uintptr_t)fsq &&
+			    u.sb.count * (uint64_t)u.sb.entry_size > sizeof(fsq))
+				u.sb.entries_ptr = 0x10;
+			if (!rnd_n(16))
+				u.sb.flags = (uint32_t)rnd();
+			for (j = 0; j < (int)(sizeof(fsq) / sizeof(fsq[0])); j++) {
+				struct odl_tb5_sqe *e = &fsq[j];
+
+				memset(e, 0, sizeof(*e));
+				e->op = rnd_n(8) ? (uint32_t)rnd_n(2) + 1 : (uint32_t)rnd_val(3);
+				e->flags = rnd_n(8) ? 0 : (uint32_t)rnd_val(1);
+				e->buf_id = (uint32_t)rnd_val(4);
+				e->dst_port = e->op == ODL_TB5_SQE_SEND && rnd_n(4) ?
+					(uint32_t)(240 + rnd_n(8)) : (uint32_t)rnd_val(1);
+				e->offset = rnd_n(2) ? 0 : rnd_val(1 << 20);
+				e->length = rnd_n(2) ? rnd_n(20000) + 1 : rnd_val(1 << 22);
+				e->cookie = rnd();
+				if (!rnd_n(16))
+					e->reserved = rnd();
+			}
 			break;
 		default:
 			sz = rnd_n(512);
