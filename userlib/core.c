@@ -161,7 +161,7 @@ static int valid_opts(const struct odl_tb5_open_opts *o)
 		return -EINVAL;
 	if (o->role < ODL_TB5_ROLE_AUTO || o->role > ODL_TB5_ROLE_B)
 		return -EINVAL;
-	if (o->flags & ~ODL_TB5_OPEN_BUSY_POLL)
+	if (o->flags & ~(ODL_TB5_OPEN_BUSY_POLL | ODL_TB5_OPEN_BATCH))
 		return -EINVAL;
 	if (o->tx_depth > 4096 || o->rx_depth > 4096)
 		return -EINVAL;
@@ -551,18 +551,20 @@ ODL_EXPORT int odl_tb5_post_recv(odl_tb5_t *h, uint32_t id, uint64_t off,
 	return ret(r);
 }
 
-ODL_EXPORT int odl_tb5_poll(odl_tb5_t *h, struct odl_tb5_completion *c,
-			    unsigned int max, int timeout_ms, uint32_t flags)
+ODL_EXPORT int odl_tb5_poll_min(odl_tb5_t *h, struct odl_tb5_completion *c,
+				unsigned int max, unsigned int min, int timeout_ms,
+				uint32_t flags)
 {
 	int r, i;
 
-	if (!h || !c || max == 0 || (flags & ~ODL_DATA_FLAGS) ||
+	if (!h || !c || max == 0 || min == 0 || min > max ||
+	    (flags & ~ODL_DATA_FLAGS) ||
 	    ((flags & ODL_TB5_F_BUSY_POLL) && (flags & ODL_TB5_F_SLEEP)))
 		return fail(EINVAL);
 	if (flags & ODL_TB5_F_NONBLOCK)
 		timeout_ms = 0;
 	pthread_mutex_lock(&h->lock);
-	r = h->be->poll(h, c, max, timeout_ms, flags);
+	r = h->be->poll(h, c, max, min, timeout_ms, flags);
 	for (i = 0; i < r; i++) {
 		struct odl_buf *b = odl_buf_get(h, c[i].buf_id);
 
@@ -589,6 +591,12 @@ ODL_EXPORT int odl_tb5_poll(odl_tb5_t *h, struct odl_tb5_completion *c,
 	count_err(h, r);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
+}
+
+ODL_EXPORT int odl_tb5_poll(odl_tb5_t *h, struct odl_tb5_completion *c,
+			    unsigned int max, int timeout_ms, uint32_t flags)
+{
+	return odl_tb5_poll_min(h, c, max, 1, timeout_ms, flags);
 }
 
 ODL_EXPORT int odl_tb5_pending(odl_tb5_t *h, unsigned int *s, unsigned int *rv)

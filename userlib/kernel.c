@@ -65,6 +65,14 @@ struct kslot {
 
 struct kpriv {
 	int fd;
+	uint16_t abi_minor;		/* of the driver */
+	bool batch;			/* ODL_TB5_OPEN_BATCH with SUBMIT */
+	struct odl_tb5_sqe sq[ODL_TB5_MAX_SUBMIT];	/* batch not yet submitted */
+	int sq_slot[ODL_TB5_MAX_SUBMIT];
+	unsigned int sq_n;
+	uint16_t free_slot[ODL_KB_SLOTS];	/* stack of unused slots */
+	unsigned int nfree;
+	unsigned int stash_lost;	/* lost-message markers in the stash */
 	char path[64];
 	int index;
 	uint8_t *area;
@@ -210,6 +218,8 @@ static int k_open(struct odl_tb5 *h, const char *path,
 	k->used[0] = calloc(k->npages, 1);
 	k->used[1] = calloc(k->npages, 1);
 	k->stash_cap = ODL_KB_SLOTS + ODL_KB_CQ_BATCH;
+	for (int i = ODL_KB_SLOTS - 1; i >= 0; i--)
+		k->free_slot[k->nfree++] = (uint16_t)i;
 	k->stash = calloc(k->stash_cap, sizeof(*k->stash));
 	if (!k->used[0] || !k->used[1] || !k->stash) {
 		r = -ENOMEM;
@@ -228,6 +238,9 @@ static int k_open(struct odl_tb5 *h, const char *path,
 		k->max_msg = bsize;
 	k->state = ki.state == K_STATE_CONNECTED ?
 		ODL_TB5_STATE_CONNECTED : ODL_TB5_STATE_WAITING;
+	k->abi_minor = ki.abi_minor;
+	/* SUBMIT and POLL_CQ min_entries came with driver ABI 1.3 */
+	k->batch = (o->flags & ODL_TB5_OPEN_BATCH) && ki.abi_minor >= 3;
 	return 0;
 
 err_unmap:
@@ -425,12 +438,28 @@ static void k_buf_free(struct odl_tb5 *h, struct odl_buf *b)
 
 static int slot_get(struct kpriv *k)
 {
-	int i;
+	return k->nfree ? k->free_slot[--k->nfree] : -1;
+}
 
-	for (i = 0; i < ODL_KB_SLOTS; i++)
-		if (!k->slots[i].used)
-			return i;
-	return -1;
+static void slot_put(struct kpriv *k, int s)
+{
+	k->slots[s].used = false;
+	k->free_slot[k->nfree++] = (uint16_t)s;
+}
+
+/* room for one more stash entry */
+static struct odl_tb5_completion *stash_add(struct kpriv *k)
+{
+	if (k->stash_n == k->stash_cap) {
+		unsigned int cap = k->stash_cap * 2;
+		struct odl_tb5_completion *n = realloc(k->stash, cap * sizeof(*n));
+
+		if (!n)
+			abort();	/* bounded by the slots: small */
+		k->stash = n;
+		k->stash_cap = cap;
+	}
+	return &k->stash[k->stash_n++];
 }
 
 static int map_err(struct kpriv *k, int r)
@@ -450,9 +479,45 @@ static int map_err(struct kpriv *k, int r)
 	return r;
 }
 
-static int k_fetch(struct odl_tb5 *h, int timeout_ms);
+static int k_fetch(struct odl_tb5 *h, int timeout_ms, unsigned int min);
+static void k_complete(struct odl_tb5 *h, int s, int status, uint64_t len);
 
-/* one SEND/RECV ioctl, waiting for room (EAGAIN) as the flags say */
+/*
+ * Batch mode: hand the queued operations to the driver (SUBMIT, up to 64
+ * per call). An entry the driver refuses completes with its status; the
+ * library keeps at most ODL_TB5_MAX_OUTSTANDING per direction outstanding,
+ * so EAGAIN only leaves the rest queued for the next flush.
+ */
+static void k_flush(struct odl_tb5 *h)
+{
+	struct kpriv *k = K(h);
+	unsigned int i = 0;
+
+	while (i < k->sq_n) {
+		struct odl_tb5_submit sb = {
+			.size = sizeof(sb), .count = k->sq_n - i,
+			.entry_size = sizeof(k->sq[0]),
+			.entries_ptr = (uint64_t)(uintptr_t)&k->sq[i] };
+		int r = xioctl(k->fd, ODL_TB5_IOC_SUBMIT, &sb);
+		int err = r ? r : -(int)sb.error;
+
+		if (!r)
+			i += sb.done;
+		if (i == k->sq_n || err == -EAGAIN)
+			break;
+		k_complete(h, k->sq_slot[i], map_err(k, err ? err : -EIO), 0);
+		i++;
+	}
+	if (i) {
+		memmove(k->sq, k->sq + i, (k->sq_n - i) * sizeof(k->sq[0]));
+		memmove(k->sq_slot, k->sq_slot + i, (k->sq_n - i) * sizeof(int));
+		k->sq_n -= i;
+	}
+}
+
+/* one SEND/RECV ioctl (or batch entry), waiting for room (EAGAIN) as the
+ * flags say
+ */
 static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 		    uint64_t len, uint64_t cookie, uint32_t flags)
 {
@@ -482,8 +547,30 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 		koff += off;
 	}
 	for (;;) {
-		s = slot_get(k);
-		if (s >= 0) {
+		s = -1;
+		/* batch: never more outstanding than the driver takes */
+		if (!k->batch || (op == ODL_TB5_OP_SEND ? k->nsend : k->nrecv) <
+		    K_MAX_OUTSTANDING)
+			s = slot_get(k);
+		if (s >= 0 && k->batch) {
+			struct odl_tb5_sqe *e = &k->sq[k->sq_n];
+
+			if (op == ODL_TB5_OP_SEND) {
+				uint8_t *src = (uint8_t *)b->addr + off;
+				uint8_t *dst = area_ptr(k, 0, loc) + off;
+
+				if (b->kind != ODL_BUF_DMABUF && src != dst)
+					memcpy(dst, src, len);
+			}
+			*e = (struct odl_tb5_sqe){
+				.op = op == ODL_TB5_OP_SEND ? ODL_TB5_SQE_SEND :
+							      ODL_TB5_SQE_RECV,
+				.flags = kflags, .buf_id = kid,
+				.dst_port = op == ODL_TB5_OP_SEND ? h->port : 0,
+				.offset = koff, .length = len, .cookie = (uint64_t)s };
+			k->sq_slot[k->sq_n++] = s;
+			r = 0;
+		} else if (s >= 0) {
 			if (op == ODL_TB5_OP_SEND) {
 				struct odl_tb5_send sd = {
 					.size = sizeof(sd), .flags = kflags,
@@ -508,13 +595,16 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 		} else {
 			r = -EAGAIN;
 		}
+		if (s >= 0 && r)
+			slot_put(k, s);
 		if (r != -EAGAIN)
 			break;
 		if (flags & ODL_TB5_F_NONBLOCK)
 			return -EAGAIN;
 		if (odl_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		r = k_fetch(h, odl_busy(h, flags) ? 0 : 10);
+		k_flush(h);
+		r = k_fetch(h, odl_busy(h, flags) ? 0 : 10, 1);
 		if (r < 0 && r != -ETIMEDOUT)
 			return r;
 	}
@@ -526,6 +616,8 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 		k->nsend++;
 	else
 		k->nrecv++;
+	if (k->sq_n == ODL_TB5_MAX_SUBMIT)
+		k_flush(h);
 	return 0;
 }
 
@@ -546,18 +638,17 @@ static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 {
 	struct kpriv *k = K(h);
 	struct odl_tb5_completion *c;
-	struct kslot *sl;
-	struct odl_buf *b;
 
 	if (kc->type == ODL_TB5_COMP_EVENT) {
 		if (kc->flags & ODL_TB5_CF_MSG_LOST) {
 			/* a message for this port (or one the driver could
 			 * not place) was lost: poll reports it in order
 			 */
-			c = &k->stash[k->stash_n++];
+			c = stash_add(k);
 			memset(c, 0, sizeof(*c));
 			c->op = ODL_OP_LOST;
 			c->status = kc->status;
+			k->stash_lost++;
 			return;
 		}
 		if (kc->flags & ODL_TB5_CF_LINK_DOWN) {
@@ -570,35 +661,45 @@ static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 	}
 	if (kc->cookie >= ODL_KB_SLOTS || !k->slots[kc->cookie].used)
 		return;		/* not ours: ignore */
-	sl = &k->slots[kc->cookie];
-	c = &k->stash[k->stash_n++];
+	k_complete(h, (int)kc->cookie, kc->status, kc->length);
+}
+
+/* slot s completed (driver completion, or refused in a batch) */
+static void k_complete(struct odl_tb5 *h, int s, int status, uint64_t len)
+{
+	struct kpriv *k = K(h);
+	struct kslot *sl = &k->slots[s];
+	struct odl_tb5_completion *c;
+	struct odl_buf *b;
+
+	c = stash_add(k);
 	memset(c, 0, sizeof(*c));
 	c->cookie = sl->cookie;
 	c->op = sl->op;
 	c->buf_id = sl->id;
 	c->offset = sl->off;
-	c->status = kc->status;
-	c->length = kc->length;
-	if (kc->status == -ECONNRESET) {
+	c->status = status;
+	c->length = len;
+	if (status == -ECONNRESET) {
 		k->down = true;
 		k->state = ODL_TB5_STATE_DISCONNECTED;
 	}
 	b = odl_buf_get(h, sl->id);
-	if (sl->op == ODL_TB5_OP_RECV && kc->status == 0 && b &&
+	if (sl->op == ODL_TB5_OP_RECV && status == 0 && b &&
 	    b->kind != ODL_BUF_DMABUF) {
 		uint8_t *src = area_ptr(k, 1, b->rx_off) + sl->off;
 		uint8_t *dst = (uint8_t *)b->addr + sl->off;
 
-		if (kc->length > sl->len)
+		if (len > sl->len)
 			c->status = -EBADMSG;	/* driver bug: never overrun */
 		else if (src != dst)
-			memcpy(dst, src, kc->length);
+			memcpy(dst, src, len);
 	}
-	sl->used = false;
+	slot_put(k, s);
 }
 
 /* fetch driver completions into the stash; lock dropped while blocking */
-static int k_fetch(struct odl_tb5 *h, int timeout_ms)
+static int k_fetch(struct odl_tb5 *h, int timeout_ms, unsigned int min)
 {
 	struct kpriv *k = K(h);
 	struct odl_tb5_kcompletion kc[ODL_KB_CQ_BATCH];
@@ -614,6 +715,8 @@ static int k_fetch(struct odl_tb5 *h, int timeout_ms)
 	pq.entries_ptr = (uint64_t)(uintptr_t)kc;
 	pq.entry_size = sizeof(kc[0]);
 	pq.timeout_ms = timeout_ms;
+	if (k->abi_minor >= 3 && min > 1)
+		pq.min_entries = min < pq.max_entries ? min : pq.max_entries;
 	if (timeout_ms)
 		pthread_mutex_unlock(&h->lock);
 	r = xioctl(k->fd, ODL_TB5_IOC_POLL_CQ, &pq);
@@ -627,35 +730,44 @@ static int k_fetch(struct odl_tb5 *h, int timeout_ms)
 }
 
 static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
-		  unsigned int max, int timeout_ms, uint32_t flags)
+		  unsigned int max, unsigned int min, int timeout_ms,
+		  uint32_t flags)
 {
 	struct kpriv *k = K(h);
 	uint64_t deadline = odl_deadline(timeout_ms);
 	bool busy = odl_busy(h, flags);
-	unsigned int n;
+	unsigned int n, out = k->nsend + k->nrecv;
+	unsigned int want = min < out ? min : out ? out : 1;
 	int r;
 
+	k_flush(h);
 	for (;;) {
-		if (!k->stash_n) {
-			r = k_fetch(h, 0);
+		if (k->stash_n < want) {
+			r = k_fetch(h, 0, 1);
 			if (r < 0 && r != -ECONNRESET)
 				return r;
 		}
-		if (k->stash_n)
+		/* enough, or all there will be, or no more waiting */
+		if (k->stash_n &&
+		    (k->stash_n >= want || k->down || k->stash_lost ||
+		     timeout_ms == 0 || odl_now_ns() >= deadline))
 			break;
-		if (k->down && !k->nsend && !k->nrecv)
-			return -ECONNRESET;
-		if (timeout_ms == 0)
-			return -EAGAIN;
-		if (odl_now_ns() >= deadline)
-			return -ETIMEDOUT;
+		if (!k->stash_n) {
+			if (k->down && !k->nsend && !k->nrecv)
+				return -ECONNRESET;
+			if (timeout_ms == 0)
+				return -EAGAIN;
+			if (odl_now_ns() >= deadline)
+				return -ETIMEDOUT;
+		}
 		if (!busy) {
-			uint64_t left = deadline - odl_now_ns();
+			uint64_t now = odl_now_ns();
+			uint64_t left = deadline > now ? deadline - now : 0;
 			int ms = left > 100000000ull ? 100 :
 				(int)(left / 1000000ull) + 1;
 
 			h->st.waits++;
-			r = k_fetch(h, ms);
+			r = k_fetch(h, ms, want - k->stash_n);
 			if (r < 0 && r != -ECONNRESET && r != -EINTR)
 				return r;
 		}
@@ -667,6 +779,7 @@ static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 		/* a lost message is first: report it, once */
 		memmove(k->stash, k->stash + 1, (k->stash_n - 1) * sizeof(*c));
 		k->stash_n--;
+		k->stash_lost--;
 		h->st.rx_lost++;
 		return ODL_POLL_LOST;
 	}
@@ -684,6 +797,7 @@ static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 
 static int k_pending(struct odl_tb5 *h, unsigned int *s, unsigned int *r)
 {
+	k_flush(h);
 	*s = K(h)->nsend;
 	*r = K(h)->nrecv;
 	return 0;

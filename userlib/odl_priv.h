@@ -67,8 +67,12 @@ struct odl_backend {
 		    uint64_t cookie, uint32_t flags);
 	int (*post_recv)(struct odl_tb5 *h, uint32_t id, uint64_t off,
 			 uint64_t cap, uint64_t cookie, uint32_t flags);
+	/* min: wait for that many (1..max, already capped to what is
+	 * outstanding by the backend)
+	 */
 	int (*poll)(struct odl_tb5 *h, struct odl_tb5_completion *c,
-		    unsigned int max, int timeout_ms, uint32_t flags);
+		    unsigned int max, unsigned int min, int timeout_ms,
+		    uint32_t flags);
 	int (*pending)(struct odl_tb5 *h, unsigned int *s, unsigned int *r);
 };
 

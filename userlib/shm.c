@@ -121,6 +121,8 @@ struct shm_priv {
 	struct odl_tb5_completion *cq;
 	unsigned int cq_cap, cq_head, cq_count;
 	uint64_t last_live;
+	unsigned int poll_want;	/* completions a poll waits for */
+	unsigned int cq_lost;	/* lost-message markers in cq */
 	uint64_t tx_count;	/* messages taken off the send queue */
 	uint64_t drop_nth;	/* fault injection: drop this message (1-based) */
 	uint64_t drop_every;	/* and every drop_every-th after it (0: once) */
@@ -219,6 +221,7 @@ static void cq_push_lost(struct odl_tb5 *h)
 	static const struct shm_op none;
 
 	cq_push(h, ODL_OP_LOST, &none, ODL_POLL_LOST, 0);
+	P(h)->cq_lost++;
 }
 
 /* fault injection (ODL_TB5_SHM_DROP): is the next message to be dropped? */
@@ -630,8 +633,11 @@ static int cond_cq(struct odl_tb5 *h)
 {
 	struct shm_priv *p = P(h);
 
-	if (p->cq_count)
+	if (p->cq_count >= p->poll_want || p->cq_lost ||
+	    (p->cq_count && (p->peer_gone || dead_err(p))))
 		return 1;
+	if (p->cq_count)
+		return 0;
 	if (p->peer_gone && !p->txq.count && !p->rxq.count)
 		return -ECONNRESET;	/* nothing queued can ever complete */
 	return dead_err(p);
@@ -1113,17 +1119,21 @@ static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
 }
 
 static int shm_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
-		    unsigned int max, int timeout_ms, uint32_t flags)
+		    unsigned int max, unsigned int min, int timeout_ms,
+		    uint32_t flags)
 {
 	struct shm_priv *p = P(h);
-	unsigned int n = 0;
+	unsigned int n = 0, out = p->tx_unreaped + p->rx_unreaped;
 	int r;
 
+	/* never wait for more than can complete */
+	p->poll_want = min < out ? min : out ? out : 1;
 	progress(h, false);
 	r = cond_cq(h);
-	if (!r) {
-		if (timeout_ms == 0)
+	if (!r && timeout_ms == 0) {
+		if (!p->cq_count)
 			return -EAGAIN;
+	} else if (!r) {
 		r = wait_for(h, odl_deadline(timeout_ms), odl_busy(h, flags),
 			     cond_cq);
 	}
@@ -1133,6 +1143,7 @@ static int shm_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 		/* a lost message is first: report it, once */
 		p->cq_head = (p->cq_head + 1) % p->cq_cap;
 		p->cq_count--;
+		p->cq_lost--;
 		h->st.rx_lost++;
 		return ODL_POLL_LOST;
 	}

@@ -1202,6 +1202,83 @@ START_TEST(t_lost_message)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* odl_tb5_poll_min (API 1.2): a wait for several completions */
+
+static int spaced_sender(const char *name, void *arg)
+{
+	static const int at_ms[8] = { 0, 30, 60, 90, 300, 400, 400, 500 };
+	struct odl_tb5_completion c;
+	uint64_t t0;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	int i, got = 0;
+
+	(void)arg;
+	h = xopen(spec(name, 'a'), NULL);
+	if (!h || odl_tb5_buf_alloc(h, 8 * 64, 0, &id, (void **)&b) ||
+	    odl_tb5_wait_peer(h, 5000))
+		return 10;
+	t0 = now_ms();
+	for (i = 0; i < 8; i++) {
+		while (now_ms() - t0 < (uint64_t)at_ms[i])
+			usleep(1000);
+		fill(b + i * 64, 64, (uint64_t)i + 1);
+		if (odl_tb5_send(h, id, (uint64_t)i * 64, 64, (uint64_t)i + 1, 0))
+			return 11;
+	}
+	while (got < 8) {
+		if (poll1(h, &c, 5000) != 1 || c.status)
+			return 12;
+		got++;
+	}
+	odl_tb5_close(h);
+	return 0;
+}
+
+START_TEST(t_poll_min)
+{
+	const char *n = newname();
+	struct odl_tb5_open_opts o;
+	struct odl_tb5_completion c[8];
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	pid_t pid;
+	int i;
+
+	/* batch mode is accepted (and changes nothing on shm) */
+	odl_tb5_open_opts_init(&o);
+	o.flags = ODL_TB5_OPEN_BATCH;
+	h = xopen(spec(n, 'b'), &o);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, 8 * 64, 0, &id, (void **)&b), 0);
+	ck_assert_int_eq(odl_tb5_poll_min(h, c, 8, 0, 0, 0), -EINVAL);
+	ck_assert_int_eq(odl_tb5_poll_min(h, c, 4, 5, 0, 0), -EINVAL);
+	ck_assert_int_eq(odl_tb5_poll_min(NULL, c, 4, 1, 0, 0), -EINVAL);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(odl_tb5_post_recv(h, id, (uint64_t)i * 64, 64,
+						   (uint64_t)i + 1, 0), 0);
+	pid = run_child(spaced_sender, n, NULL);
+	/* messages 30 ms apart: one call returns all four (poll would
+	 * return the first alone)
+	 */
+	ck_assert_int_eq(odl_tb5_poll_min(h, c, 4, 4, 5000, 0), 4);
+	/* then three more, in one call */
+	ck_assert_int_eq(odl_tb5_poll_min(h, c + 4, 3, 3, 5000, 0), 3);
+	/* one receive left: min 8 is capped to what can complete */
+	ck_assert_int_eq(odl_tb5_poll_min(h, c + 7, 8, 8, 5000, 0), 1);
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(c[i].status, 0);
+		ck_assert_uint_eq(c[i].cookie, (uint64_t)i + 1);
+		ck_assert_int_eq(check_fill(b + i * 64, 64, (uint64_t)i + 1), 0);
+	}
+	ck_assert_int_eq(child_status(pid), 0);
+	odl_tb5_close(h);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 
 static Suite *userlib_suite(void)
 {
@@ -1225,6 +1302,7 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_threads);
 	tcase_add_test(tc, t_corrupt_peer);
 	tcase_add_test(tc, t_lost_message);
+	tcase_add_test(tc, t_poll_min);
 	suite_add_tcase(s, tc);
 	return s;
 }

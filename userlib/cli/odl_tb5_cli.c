@@ -208,7 +208,7 @@ static uint64_t kernel_ring_bytes(uint64_t msg_size)
 	return rb;
 }
 
-static odl_tb5_t *open_port_sized(uint32_t port, uint64_t msg_size)
+static odl_tb5_t *open_port_sized(uint32_t port, uint64_t msg_size, bool batch)
 {
 	struct odl_tb5_open_opts o;
 	odl_tb5_t *h;
@@ -221,6 +221,9 @@ static odl_tb5_t *open_port_sized(uint32_t port, uint64_t msg_size)
 	o.timeout_ms = O.timeout_ms;
 	if (O.busy)
 		o.flags |= ODL_TB5_OPEN_BUSY_POLL;
+	/* windowed streams hand their operations over in batches */
+	if (batch)
+		o.flags |= ODL_TB5_OPEN_BATCH;
 	if (O.window * 2 > 256)
 		o.tx_depth = o.rx_depth = O.window * 2;
 	r = odl_tb5_open(O.device, &o, &h);
@@ -236,7 +239,7 @@ static odl_tb5_t *open_port_sized(uint32_t port, uint64_t msg_size)
 
 static odl_tb5_t *open_port(uint32_t port)
 {
-	return open_port_sized(port, 0);
+	return open_port_sized(port, 0, false);
 }
 
 static void close_all(void)
@@ -548,8 +551,13 @@ static void run_duplex(struct stream *s)
 		 * there is something left to send right now: spinning here
 		 * would only burn the CPU the transfer needs
 		 */
-		r = odl_tb5_poll(s->h, c, 64, sending && nfree && !send_full ? 0 : 1,
-				 O.busy ? ODL_TB5_F_BUSY_POLL : 0);
+		/* waiting: for half a window at once (fewer wake-ups; the
+		 * library never waits for more than is outstanding)
+		 */
+		r = odl_tb5_poll_min(s->h, c, 64, sending && nfree && !send_full ? 1 :
+				     W / 2 ? W / 2 : 1,
+				     sending && nfree && !send_full ? 0 : 1,
+				     O.busy ? ODL_TB5_F_BUSY_POLL : 0);
 		if (r == -EAGAIN || r == -ETIMEDOUT) {
 			if (now_ns() - last_progress > (uint64_t)O.timeout_ms * 1000000ull) {
 				stream_fail(s, "no progress for %d ms (peer not responding)",
@@ -956,7 +964,8 @@ static void setup_streams(bool client)
 static void open_streams(void)
 {
 	for (uint32_t i = 0; i < NS; i++)
-		S[i].h = open_port_sized(S[i].port, S[i].size ? S[i].size : 1);
+		S[i].h = open_port_sized(S[i].port, S[i].size ? S[i].size : 1,
+					 S[i].role != R_PING && S[i].role != R_PONG);
 }
 
 static void check_size(odl_tb5_t *h)

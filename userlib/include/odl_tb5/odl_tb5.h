@@ -103,7 +103,8 @@ extern "C" {
 
 /* API version of this header: major changes break source compatibility. */
 #define ODL_TB5_API_MAJOR 1
-#define ODL_TB5_API_MINOR 1	/* 1.1: lost messages (-EBADMSG), stats.rx_lost */
+#define ODL_TB5_API_MINOR 2	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
+				 * 1.2: ODL_TB5_OPEN_BATCH, odl_tb5_poll_min */
 
 /* Version of the library actually loaded: (major << 16) | minor. */
 uint32_t odl_tb5_version(void);
@@ -121,6 +122,16 @@ enum odl_tb5_role {
 
 /* odl_tb5_open_opts.flags */
 #define ODL_TB5_OPEN_BUSY_POLL	(1u << 0) /* default wait mode: spin, not sleep */
+/*
+ * API 1.2: hand sends and receives to the device in batches: odl_tb5_send /
+ * _post_recv check their arguments and queue the operation in the library;
+ * the queue goes to the device (kernel: one SUBMIT ioctl for up to 64) at
+ * the next odl_tb5_poll / _poll_min / _pending call or when 64 are queued.
+ * Fewer system calls per message; an operation the device refuses then
+ * completes with that status. Without it every call goes to the device at
+ * once. shm: no effect (no system call to save).
+ */
+#define ODL_TB5_OPEN_BATCH	(1u << 1)
 
 #define ODL_TB5_MAX_PORT	255	/* ports are 1 .. ODL_TB5_MAX_PORT */
 #define ODL_TB5_DEFAULT_PORT	1	/* used when opts.port is 0 */
@@ -336,6 +347,18 @@ struct odl_tb5_completion {
  */
 int odl_tb5_poll(odl_tb5_t *h, struct odl_tb5_completion *comps,
 		 unsigned int max, int timeout_ms, uint32_t flags);
+
+/*
+ * API 1.2: like odl_tb5_poll, but a wait lasts until at least min
+ * completions are ready (1 <= min <= max; fewer only when fewer operations
+ * are outstanding, on a lost message or a disconnect, or when timeout_ms
+ * expires with at least one ready: then those are returned). Fewer wake-ups
+ * per message for a stream that keeps many operations queued; a latency-
+ * bound loop wants min 1 (odl_tb5_poll).
+ */
+int odl_tb5_poll_min(odl_tb5_t *h, struct odl_tb5_completion *comps,
+		     unsigned int max, unsigned int min, int timeout_ms,
+		     uint32_t flags);
 
 /* Queued sends and posted receives not yet reaped by poll. */
 int odl_tb5_pending(odl_tb5_t *h, unsigned int *sends, unsigned int *recvs);
