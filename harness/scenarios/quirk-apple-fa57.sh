@@ -13,10 +13,11 @@
 # a SEND cannot be seen by b (no sequence number on FA57) - b echoes the
 # short message and a's check rejects it (EBADMSG); a frame arriving
 # broken (CRC error) makes b discard the message and resync at the next
-# EOF 3 (counted); the next SEND echoes; unplug tears both paths down,
+# EOF 3 (counted); so does a dropped EOF 3 (the merged message breaks the
+# size limit); the next SEND echoes; unplug tears both paths down,
 # replug brings them back; unload on both; dmesg clean.
 . "$(dirname "$0")/common.sh"
-tap_plan 32
+tap_plan 35
 tap_timeout 1500
 KO=${APPLE_PEER_KO:-$SCEN_DIR/../../build/driver/odl_apple_peer.ko}
 [ -f "$KO" ] || bail_out "$KO missing: run 'make driver'"
@@ -187,6 +188,29 @@ if out=$(apd_send 65536 202 30000); then
 	ok "the next SEND of 64 KiB echoes bit-exact"
 else
 	not_ok "the next SEND of 64 KiB echoes bit-exact" "$out" "b: $(vm b cat $DBG/stats | tr '\n' ' ')"
+fi
+# the final frame (EOF 3) of a 1 MiB SEND (256 frames) dropped a->b: b
+# goes on assembling into the next SEND, which takes the message past
+# max_msg (1 MiB): b discards up to that SEND's EOF 3 and resyncs there
+bad0=$(apd_stat b bad)
+res0=$(apd_stat b resyncs)
+recv0=$(apd_stat b received)
+"$VMPAIR" cable fault drop hop=9 dir=a2b nth=256 >/dev/null || bail_out "cannot set the drop fault"
+out=$(apd_send 1048576 203 $((period * 2 + 5000)))
+rc=$?
+out2=$(apd_send 8192 204 $((period * 2 + 5000)))
+rc2=$?
+if [ $rc -ne 0 ] && [ $rc2 -ne 0 ] && echo "$out $out2" | grep -qi 'timed out.*timed out'; then
+	ok "EOF 3 of a 1 MiB SEND dropped: no echo for it nor for the next SEND (ETIMEDOUT twice)"
+else
+	not_ok "EOF 3 of a 1 MiB SEND dropped: no echo for it nor for the next SEND" "rc $rc: $out" "rc $rc2: $out2"
+fi
+is "$(($(apd_stat b bad) - bad0)) $(($(apd_stat b resyncs) - res0)) $(($(apd_stat b received) - recv0))" "1 1 0" \
+	"b: the merged message broke max_msg, discarded, resynced at the next EOF 3 (bad +1, resyncs +1, nothing delivered)"
+if out=$(apd_send 4096 205 30000); then
+	ok "after the resync the next SEND echoes bit-exact"
+else
+	not_ok "after the resync the next SEND echoes bit-exact" "$out" "b: $(vm b cat $DBG/stats | tr '\n' ' ')"
 fi
 "$VMPAIR" cable fault clear >/dev/null
 
