@@ -675,8 +675,11 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 
 	if (!force && !dev->rx.active && !off &&
 	    (!dev->rx.seq_valid || seq == dev->rx.expect_seq) &&
-	    odl_rx_must_wait(dev, dst, msg_len))
+	    odl_rx_must_wait(dev, dst, msg_len)) {
+		/* held, not processed: counted when it is (replay) */
+		dev->stats.rx_frames--;
 		return true;
+	}
 
 	if (dev->rx.seq_valid && seq != dev->rx.expect_seq) {
 		dev->stats.seq_errors++;
