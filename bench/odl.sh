@@ -20,8 +20,9 @@
 #    counters: instructions per 4 KiB frame sent (a) and received (b),
 #    whole stack (CLI + library + driver + thunderbolt core + interrupts),
 #    with --no-verify so the CLI's pattern checks are not counted; once with
-#    1 MiB messages (streaming) and once with 4064-byte messages (one frame
-#    per message), and for thunderbolt-net TCP for comparison.
+#    1 MiB messages (streaming), with 4064-byte messages (one frame per
+#    message; the CLI's default window of 16 in flight, and 128 in flight),
+#    and for thunderbolt-net TCP for comparison.
 #
 # Results: bench/results/odl-<UTC time>.{txt,json}.
 set -u
@@ -157,21 +158,23 @@ if [ $do_icount = 1 ]; then
 		ta1=$(stat_of a tx_frames); rb1=$(stat_of b rx_frames)
 		echo "$((a1 - a0)) $((b1 - b0)) $((ta1 - ta0)) $((rb1 - rb0))"
 	}
-	# measure NAME SIZE N1 N2: two runs of N1 and N2 messages; the
+	# measure NAME SIZE N1 N2 [CLI-ARGS]: two runs of N1 and N2 messages; the
 	# difference cancels what does not depend on the frame count (process
 	# start, opening, mmap faults, the first window's buffer fill):
 	# "NAME insns_a insns_b frames_a frames_b insn/frame_tx insn/frame_rx
 	#  whole-run insn/frame_tx whole-run insn/frame_rx"
 	measure() {
 		local name=$1 size=$2 n1=$3 n2=$4 s1 s2
-		s1=$(sample "$name" --test bandwidth --size "$size" --iterations "$n1")
-		s2=$(sample "$name" --test bandwidth --size "$size" --iterations "$n2")
+		shift 4
+		s1=$(sample "$name" --test bandwidth --size "$size" --iterations "$n1" "$@")
+		s2=$(sample "$name" --test bandwidth --size "$size" --iterations "$n2" "$@")
 		echo "$name $s1 $s2" | awk '{ printf "%s %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", $1,
 			$6 - $2, $7 - $3, $8 - $4, $9 - $5,
 			($6 - $2) / ($8 - $4), ($7 - $3) / ($9 - $5), $6 / $8, $7 / $9 }'
 	}
 	m1=$(measure stream1M 1M 128 384)
 	m3=$(measure frame4064 4064 10000 30000)
+	m5=$(measure frame4064w128 4064 10000 30000 --window 128)
 	# thunderbolt-net for comparison: the nc transfer alone (file prepared
 	# before, receiver writes to /dev/null), 4 KiB frames counted by the cable
 	tbnet_up || fail "thunderbolt0 did not come up (icount pair)"
@@ -201,17 +204,18 @@ if [ $do_icount = 1 ]; then
 		echo "(--no-verify) + library + driver + thunderbolt core + interrupts; target <= 1500:"
 		printf '  %-46s %11s %11s %9s %14s\n' workload "insn/frame" "insn/frame" frames "whole run"
 		printf '  %-46s %11s %11s %9s %14s\n' "" "a (sent)" "b (recv)" "" "a / b"
-		for m in "$m1" "$m3" "$m4"; do
+		for m in "$m1" "$m3" "$m5" "$m4"; do
 			set -- $m
 			case $1 in
 			stream1M) w="odl_tb5 1 MiB messages (384 - 128 runs)" ;;
 			frame4064) w="odl_tb5 4064 B, 1 frame/message (30k - 10k)" ;;
+			frame4064w128) w="  the same, 128 in flight (--window 128)" ;;
 			tbnet-tcp) w="thunderbolt-net TCP, 2 x 64 MiB nc" ;;
 			esac
 			printf '  %-46s %11s %11s %9s %14s\n' "$w" "$6" "$7" "$4" "$8 / $9"
 		done
 	} | tee -a "$txt"
-	json_icount=$(printf '%s\n' "$m1" "$m3" "$m4" | awk 'BEGIN { printf "[" }
+	json_icount=$(printf '%s\n' "$m1" "$m3" "$m5" "$m4" | awk 'BEGIN { printf "[" }
 		{ printf "%s{\"workload\":\"%s\",\"insns_a\":%s,\"insns_b\":%s,\"frames_tx_a\":%s,\"frames_rx_b\":%s,\"insn_per_frame_tx\":%s,\"insn_per_frame_rx\":%s,\"whole_run_tx\":%s,\"whole_run_rx\":%s}", (NR > 1 ? "," : ""), $1, $2, $3, $4, $5, $6, $7, $8, $9 }
 		END { printf "]" }')
 	"$VMPAIR" down >/dev/null 2>&1
