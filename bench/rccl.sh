@@ -6,25 +6,30 @@
 #
 #   bench/rccl.sh [--size MiB] [--rounds N] [--iters N] [--slice BYTES]...
 #
-# Per round:
+# Per round (the order of raw and plugin alternates between rounds):
 #   raw        odl_tb5_cli --test bandwidth, SIZE MiB in 1 MiB messages a->b,
-#              --no-verify; reference = the receiver's rate (rx_bw_gbps: bytes
-#              delivered / time, as the all-reduce counts delivered bytes)
-#   raw-bidir  odl_tb5_cli --test mimo --streams 1 (both directions at once),
-#              per-direction rate, for information
+#              --no-verify; the receiver's rate (rx_bw_gbps: bytes delivered /
+#              time, as the all-reduce counts delivered bytes)
+#   bidir      odl_tb5_cli --test mimo (both directions at once), --streams 1
+#              (SIZE MiB each way) and --streams 4 (SIZE/4 MiB per stream),
+#              per-direction rate min(tx, rx); the reference is the better of
+#              the two (the stronger raw peer)
 #   plugin     netconf.static --bench: two-rank ring all-reduce (int32 sum) of
 #              SIZE MiB over the plugin (ncclNetPlugin_v10 table), ITERS timed
 #              iterations after a warm-up, every result verified; one run per
 #              --slice (default 4 MiB and 512 KiB; the first is the headline).
 #              busbw = S * 2(n-1)/n / t = S / t for two ranks (nccl-tests).
-# Ratio = median plugin busbw / median raw bandwidth (target >= 0.9).
+# Headline ratio = median plugin busbw / median bidirectional raw per direction
+# (a two-rank ring all-reduce moves S/2 each way in each phase, both directions
+# at once: the peer that does the same is the bidirectional one); the ratio
+# against one-way raw is shown too, and per-round ratios (same round's raw).
 # Results: bench/results/rccl-allreduce-<UTC>.{txt,json}.
 # Needs `make driver userlib rccl`. VMPAIR_STATE defaults to build/bench/rccl-pair.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 size=64
-rounds=3
+rounds=5
 iters=2
 slices=()
 while [ $# -gt 0 ]; do
@@ -33,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--slice) slices+=("$2"); shift 2 ;;
-	-h|--help) sed -n '3,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
 	*) echo "bench/rccl.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -67,13 +72,14 @@ wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || fail "virtio-net path does not p
 
 json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
-# raw TEST: one odl_tb5_cli run (server on b); prints the client's JSON
+# raw TEST [CLI options]: one odl_tb5_cli run (server on b); prints the client's JSON
 raw() {
 	local test=$1 j
+	shift
 	vb sh -c 'rm -f /tmp/srv.out; setsid /tmp/odl_tb5_cli --server --device 0 --json > /tmp/srv.out 2>&1 < /dev/null &' || return 1
 	sleep 1
 	j=$(va /tmp/odl_tb5_cli --client --device 0 --test "$test" --size 1M \
-		--iterations $((bytes >> 20)) --no-verify --json 2>&1 | grep '^{') || return 1
+		--iterations $((bytes >> 20)) --no-verify --json "$@" 2>&1 | grep '^{') || return 1
 	wait_for "vb sh -c '! pidof odl_tb5_cli'" 30 || return 1
 	echo "$j"
 }
@@ -88,7 +94,9 @@ plugin() {
 	va cat /tmp/nb.out | sed -n 's/^# bench //p' | grep '^{'
 }
 
-declare -A res=()   # key -> space-separated Gb/s values
+declare -A res=()   # key -> space-separated values, one per round
+per_dir() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(min(j["tx_gbps"], j["rx_gbps"]))' "$1"; }
+last() { echo "$1" | awk '{ print $NF }'; }
 port=29600
 for r in $(seq 1 "$rounds"); do
 	order="raw plugin"
@@ -98,27 +106,44 @@ for r in $(seq 1 "$rounds"); do
 			j=$(raw bandwidth) || fail "raw bandwidth run failed"
 			res[raw]+="$(json_field "$j" rx_bw_gbps) "
 			res[raw_tx]+="$(json_field "$j" bw_avg_gbps) "
-			j=$(raw mimo) || fail "raw mimo run failed"
-			res[bidir]+="$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(min(j["tx_gbps"], j["rx_gbps"]))' "$j") "
-			echo "bench/rccl.sh: round $r raw: rx $(echo ${res[raw]} | awk '{print $NF}') Gb/s (client $(echo ${res[raw_tx]} | awk '{print $NF}')), bidirectional per direction $(echo ${res[bidir]} | awk '{print $NF}') Gb/s"
+			j=$(raw mimo --streams 1) || fail "raw mimo (1 stream) run failed"
+			res[bidir1]+="$(per_dir "$j") "
+			j=$(raw mimo --streams 4 --iterations $((bytes >> 22))) || fail "raw mimo (4 streams) run failed"
+			res[bidir4]+="$(per_dir "$j") "
+			b1=$(last "${res[bidir1]}"); b4=$(last "${res[bidir4]}")
+			res[bidir]+="$(awk -v a="$b1" -v b="$b4" 'BEGIN { print (a > b) ? a : b }') "
+			echo "bench/rccl.sh: round $r raw: one-way rx $(last "${res[raw]}") Gb/s (client $(last "${res[raw_tx]}")), bidirectional per direction $b1 (1 stream) / $b4 (4 streams) Gb/s"
 		else
 			for s in "${slices[@]}"; do
 				port=$((port + 1))
 				j=$(plugin "$s" $port) || fail "plugin all-reduce (slice $s) failed"
 				res[p$s]+="$(json_field "$j" busbw_avg_gbps) "
-				echo "bench/rccl.sh: round $r plugin all-reduce slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s"
+				res[cpu$s]+="$(json_field "$j" cpu_s_avg) "
+				res[red$s]+="$(json_field "$j" reduce_s_avg) "
+				echo "bench/rccl.sh: round $r plugin all-reduce slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0: process CPU $(json_field "$j" cpu_s_avg) s, reducing $(json_field "$j" reduce_s_avg) s per iteration)"
 			done
 		fi
 	done
 done
 
 median() { printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# per-round ratios: the plugin against the same round's raw figures
+round_ratios() {
+	local p=($1) q=($2) i out=
+	for i in "${!p[@]}"; do out+="$(div "${p[$i]}" "${q[$i]}") "; done
+	echo "$out"
+}
 rawm=$(median "${res[raw]}")
 rawtxm=$(median "${res[raw_tx]}")
-bidm=$(median "${res[bidir]}")
+b1m=$(median "${res[bidir1]}")
+b4m=$(median "${res[bidir4]}")
+bidm=$(awk -v a="$b1m" -v b="$b4m" 'BEGIN { print (a > b) ? a : b }')
 head=${slices[0]}
 plm=$(median "${res[p$head]}")
-ratio=$(awk -v a="$plm" -v b="$rawm" 'BEGIN { printf "%.2f", a / b }')
+ratio=$(div "$plm" "$bidm")
+ratio1=$(div "$plm" "$rawm")
+rr=$(round_ratios "${res[p$head]}" "${res[bidir]}")
 ts=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$top/bench/results"
 out=$top/bench/results/rccl-allreduce-$ts
@@ -128,24 +153,35 @@ out=$top/bench/results/rccl-allreduce-$ts
 	printf '%-58s %10s  %s\n' path "median" "rounds (Gb/s)"
 	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b, 1 MiB msgs (receiver rate)" "$rawm" "${res[raw]}"
 	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b (client rate)" "$rawtxm" "${res[raw_tx]}"
-	printf '%-58s %10s  %s\n' "odl_tb5_cli mimo, both directions, per direction" "$bidm" "${res[bidir]}"
+	printf '%-58s %10s  %s\n' "odl_tb5_cli mimo, both directions, per direction, 1 stream" "$b1m" "${res[bidir1]}"
+	printf '%-58s %10s  %s\n' "odl_tb5_cli mimo, both directions, per direction, 4 streams" "$b4m" "${res[bidir4]}"
 	for s in "${slices[@]}"; do
 		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((s >> 10)) KiB" "$(median "${res[p$s]}")" "${res[p$s]}"
 	done
-	echo "ratio plugin all-reduce busbw (slice $((head >> 10)) KiB) / raw bandwidth: $ratio (target >= 0.9)"
+	echo "RATIO plugin all-reduce busbw (slice $((head >> 10)) KiB) / bidirectional raw per direction: $ratio (target >= 0.9)"
+	echo "  per round (same round's raw): $rr"
+	echo "  against one-way raw: $ratio1"
 	for s in "${slices[@]}"; do
-		echo "  slice $((s >> 10)) KiB: vs raw $(awk -v a="$(median "${res[p$s]}")" -v b="$rawm" 'BEGIN { printf "%.2f", a / b }'), vs bidirectional per direction $(awk -v a="$(median "${res[p$s]}")" -v b="$bidm" 'BEGIN { printf "%.2f", a / b }')"
+		echo "  slice $((s >> 10)) KiB: vs bidirectional $(div "$(median "${res[p$s]}")" "$bidm") (per round: $(round_ratios "${res[p$s]}" "${res[bidir]}")), vs one-way $(div "$(median "${res[p$s]}")" "$rawm"); rank 0 per iteration: process CPU ${res[cpu$s]}s, reducing ${res[red$s]}s"
 	done
 } | tee "$out.txt"
+arr() { echo "$1" | xargs | tr ' ' ,; }
 {
 	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)"
-	printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir_per_dir_gbps":[%s],\n' \
-		"$(echo ${res[raw]} | tr ' ' ,)" "$(echo ${res[raw_tx]} | tr ' ' ,)" "$(echo ${res[bidir]} | tr ' ' ,)"
+	printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir1_per_dir_gbps":[%s],"raw_bidir4_per_dir_gbps":[%s],\n' \
+		"$(arr "${res[raw]}")" "$(arr "${res[raw_tx]}")" "$(arr "${res[bidir1]}")" "$(arr "${res[bidir4]}")"
 	printf ' "plugin_busbw_gbps":{'
 	sep=
-	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(echo ${res[p$s]} | tr ' ' ,)"; sep=,; done
-	printf '},\n "median":{"raw":%s,"raw_client":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,"ratio":%s}\n' \
-		"$rawm" "$rawtxm" "$bidm" "$plm" "$head" "$ratio"
+	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[p$s]}")"; sep=,; done
+	printf '},\n "plugin_cpu_s":{'
+	sep=
+	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[cpu$s]}")"; sep=,; done
+	printf '},\n "plugin_reduce_s":{'
+	sep=
+	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[red$s]}")"; sep=,; done
+	printf '},\n "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
+		"$rawm" "$rawtxm" "$b1m" "$b4m" "$bidm" "$plm" "$head"
+	printf ' "ratio":%s,"ratio_per_round":[%s],"ratio_one_way":%s}\n' "$ratio" "$(arr "$rr")" "$ratio1"
 } > "$out.json"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" || echo "bench/rccl.sh: warning: JSON not valid" >&2
 echo "bench/rccl.sh: saved $out.txt and $out.json"

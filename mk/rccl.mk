@@ -12,7 +12,10 @@
 #                    conformance harness over libodl_tb5's shm backend (API v7
 #                    and v10), then again with the plugin and harness under
 #                    ASan/UBSan, then the static guest build (v9, and a short
-#                    all-reduce benchmark run)
+#                    all-reduce benchmark runs)
+#   make bench-rccl  bench/rccl.sh: plugin all-reduce between the VMs against raw
+#                    odl_tb5_cli (one-way and bidirectional) in the same run;
+#                    `make bench` runs it first (BENCH_RCCL=0 skips it)
 #
 # libodl_tb5 is compiled into the plugin (static, symbols kept private by
 # rccl/src/exports.map), so the plugin has no run-time dependency besides libc.
@@ -47,7 +50,7 @@ RCCL_TIMEOUT  ?= 600
 RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
 
 .PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan \
-        unit-rccl-static
+        unit-rccl-static bench-rccl
 
 rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF) $(RCCL_NETCONF_STATIC) \
       $(RCCL_STATS_STATIC)
@@ -109,12 +112,13 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 	   echo "unit-rccl-load: wrong-case suffix ODL_TB5 loaded (names are case-sensitive)" >&2; exit 1; \
 	 else echo "ok - wrong-case NCCL_NET_PLUGIN=ODL_TB5 is not found (as with NCCL/RCCL)"; fi
 
-# Two ranks (two processes) over the shm backend, v7 then v10 tables.
+# Two ranks (two processes) over the shm backend, v7 then v10 tables (the v10
+# run with test() never waiting for the progress thread: pure polling).
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@rm -rf $(dir $(RCCL_TEST_STATS)) && mkdir -p $(dir $(RCCL_TEST_STATS))
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
 	  $(RCCL_NETCONF) --api 7 --timeout $(RCCL_TIMEOUT)
-	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) ODL_TB5_RCCL_TEST_WAIT_US=0 \
 	  $(RCCL_NETCONF) --api 10 --flavour nccl --max-size 16777216 --timeout $(RCCL_TIMEOUT)
 	$(RCCL_STATS) $(RCCL_TEST_STATS)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
@@ -132,7 +136,8 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 
 # The static guest build over shm on the host (what the net-plugin scenario
 # runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
-# table, then a short all-reduce benchmark; it must not depend on libdl/NSS.
+# table, then short all-reduce benchmarks (one slice per phase; several
+# slices with a short last one); it must not depend on libdl/NSS.
 unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	@if readelf -d $(RCCL_NETCONF_STATIC) 2>/dev/null | grep -q NEEDED; then \
 	   echo "unit-rccl-static: netconf.static has dynamic dependencies" >&2; exit 1; fi
@@ -140,3 +145,12 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	  --timeout $(RCCL_TIMEOUT)
 	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 8388608 --iters 2 \
 	  --timeout $(RCCL_TIMEOUT)
+	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
+	  --timeout $(RCCL_TIMEOUT)
+
+# The plugin benchmark between the VMs (bench/rccl.sh; results in
+# bench/results/rccl-allreduce-*). `make bench` runs it before bench/run.
+BENCH_RCCL ?= 1
+bench-rccl: vm-prereqs
+	@if [ "$(BENCH_RCCL)" = 1 ]; then bash $(TOP)/bench/rccl.sh; else echo "bench-rccl: skipped (BENCH_RCCL=$(BENCH_RCCL))"; fi
+bench: bench-rccl

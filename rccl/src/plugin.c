@@ -57,6 +57,7 @@
 #define DEFAULT_CHUNK (256u << 10)
 #define DEFAULT_NTX 16
 #define DEFAULT_NRX 32
+#define DEFAULT_TEST_WAIT_US 200
 
 #define COMM_MAGIC 0x4f444c43u /* "ODLC" */
 #define REQ_MAGIC 0x4f444c52u  /* "ODLR" */
@@ -257,6 +258,7 @@ struct odlp_req {
 	uint32_t magic;
 	uint8_t in_use, is_send, done, matched;
 	struct odlp_comm *comm;
+	uint64_t seen_gen; /* d->gen at this request's last unfinished test() */
 	ncclResult_t err;
 	struct odlp_req *qnext; /* pending-send FIFO / active jobs */
 	/* send */
@@ -342,6 +344,11 @@ struct odlp_dev {
 	pthread_t thr;
 	bool thr_started;
 	volatile int stop;
+	/* completion batches processed (under mu); test() callers that found
+	 * nothing new wait on cv for the next one (see core_test) */
+	uint64_t gen;
+	int waiters;
+	pthread_cond_t cv;
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -350,6 +357,7 @@ static int g_ndev;
 static bool g_inited;
 static uint64_t g_instance;
 static uint32_t g_port = DEFAULT_PORT;
+static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
 
 /* ------------------------------------------------------------------ */
 /* helpers */
@@ -528,6 +536,8 @@ static void tx_pump(struct odlp_dev *d)
 		if (r->sent == r->ssize) {
 			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
 			STAT_ADD(tx_msgs, 1);
+			if (d->waiters)
+				pthread_cond_broadcast(&d->cv);
 		} else {
 			job_push(d, r);
 		}
@@ -751,6 +761,11 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 		}
 	}
 	tx_pump(d);
+	if (n > 0 || d->dead) {
+		d->gen++;
+		if (d->waiters)
+			pthread_cond_broadcast(&d->cv);
+	}
 	pthread_mutex_unlock(&d->mu);
 	return n > 0 ? n : 0;
 }
@@ -887,6 +902,14 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	}
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_mutex_init(&d->poll_mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&d->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	d->next_id = 1;
 
 	/* properties */
@@ -982,6 +1005,7 @@ static void dev_teardown(struct odlp_dev *d)
 	d->tx_free = NULL;
 	pthread_mutex_destroy(&d->mu);
 	pthread_mutex_destroy(&d->poll_mu);
+	pthread_cond_destroy(&d->cv);
 }
 
 __attribute__((destructor)) static void plugin_fini(void)
@@ -1008,6 +1032,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 		goto out;
 	g_instance = rnd64();
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", DEFAULT_PORT, 1, ODL_TB5_MAX_PORT);
+	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
 	specs[0] = 0;
 	if ((e = getenv("ODL_TB5_RCCL_DEVICES")) && *e)
 		snprintf(specs, sizeof(specs), "%s", e);
@@ -1416,6 +1441,7 @@ static struct odlp_req *get_req(struct odlp_comm *c)
 		if (!r->in_use) {
 			struct odlp_comm *keep = c;
 			memset(r, 0, sizeof(*r));
+			r->seen_gen = UINT64_MAX; /* not tested yet */
 			r->magic = REQ_MAGIC;
 			r->comm = keep;
 			r->in_use = 1;
@@ -1533,6 +1559,35 @@ static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, 
 	return ncclSuccess;
 }
 
+/*
+ * A caller that tests an unfinished request again although the device has
+ * processed no completion since its previous test of it would only spin:
+ * wait (at most ODL_TB5_RCCL_TEST_WAIT_US) for the progress thread's next
+ * batch instead. On a machine with few CPUs (the 1-vCPU guests) the spinning
+ * caller otherwise takes the CPU the progress thread, the driver and, under
+ * emulation, the device model need. Caller holds d->mu.
+ */
+static void test_wait(struct odlp_dev *d, struct odlp_req *r)
+{
+	struct timespec ts;
+	uint64_t gen = d->gen;
+
+	if (r->seen_gen != gen || !g_test_wait_us || !d->thr_started || d->dead) {
+		r->seen_gen = gen;
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += g_test_wait_us * 1000;
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	d->waiters++;
+	while (d->gen == gen && !r->done && !d->dead)
+		if (pthread_cond_timedwait(&d->cv, &d->mu, &ts) != 0)
+			break;
+	d->waiters--;
+	r->seen_gen = d->gen;
+}
+
 static ncclResult_t core_test(void *request, int *done, int *sizes)
 {
 	struct odlp_req *r = request;
@@ -1547,9 +1602,13 @@ static ncclResult_t core_test(void *request, int *done, int *sizes)
 	c = r->comm;
 	d = c->dev;
 	STAT_ADD(op_test, 1);
-	if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+	/* the progress thread reaps completions as they come; without it (it
+	 * could not be started) the callers of test() drive the device */
+	if (!d->thr_started && !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
 		try_progress(d);
 	pthread_mutex_lock(&d->mu);
+	if (r->in_use && !r->done)
+		test_wait(d, r);
 	if (!r->in_use) {
 		res = ncclInternalError; /* already completed and recycled */
 	} else if (r->done) {

@@ -1309,85 +1309,210 @@ static void t_collectives(void)
 
 static size_t g_bench_bytes;
 static int g_bench_iters = 5;
-static size_t g_bench_slice = 512u << 10;
+static size_t g_bench_slice = 4u << 20;
 
-/* Send n bytes from sp to the peer and receive n bytes from it into rp, in
- * slices with up to 8 in flight each way (NCCL_STEPS), straight from/into the
- * registered user buffers. With red != NULL every received slice is added
- * (int32) into red as soon as it completes, overlapping the rest of the
- * transfer. */
-static void bench_step(void *s, void *r, void *smh, void *rmh, const char *sp, char *rp, size_t n,
-		       int32_t *red)
+#define BENCH_STEPS 8 /* slices in flight per direction (NCCL_STEPS) */
+
+/*
+ * out[i] += in[i] for int32 (wrapping), two lanes per 64-bit word: the low
+ * 31 bits of each lane are added without a carry leaving the lane, then the
+ * lane's top bit is fixed with an xor. Plain integer code on purpose: the
+ * guests are TCG-emulated and QEMU 7.2 runs every SSE2 paddd as a helper
+ * call, so this loop (2 loads, 1 store and a few ALU ops per 8 bytes) beats
+ * both the scalar loop and the SSE2 one there; natively compilers turn it
+ * into vector code as well.
+ */
+static void reduce_add_i32(int32_t *restrict out, const int32_t *restrict in, size_t n)
 {
-	const size_t slice = g_bench_slice;
-	size_t soff = 0, roff = 0, sdone = 0, rdone = 0;
-	void *sq[8], *rq[8];
-	size_t slen[8], rat[8];
-	int sh = 0, st = 0, rh = 0, rt = 0;
+	const uint64_t hi = 0x8000000080000000ull;
+	size_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		uint64_t a0, a1, b0, b1;
+
+		memcpy(&a0, out + i, 8);
+		memcpy(&a1, out + i + 2, 8);
+		memcpy(&b0, in + i, 8);
+		memcpy(&b1, in + i + 2, 8);
+		a0 = ((a0 & ~hi) + (b0 & ~hi)) ^ ((a0 ^ b0) & hi);
+		a1 = ((a1 & ~hi) + (b1 & ~hi)) ^ ((a1 ^ b1) & hi);
+		memcpy(out + i, &a0, 8);
+		memcpy(out + i + 2, &a1, 8);
+	}
+	for (; i < n; i++)
+		out[i] = (int32_t)((uint32_t)out[i] + (uint32_t)in[i]);
+}
+
+/* reduce_add_i32 against the plain definition: wrap-around, sign bits,
+ * every tail length and unaligned starts */
+static void reduce_selftest(void)
+{
+	static const int32_t v[] = { 0, 1, -1, INT32_MAX, INT32_MIN, 0x40000000, -0x40000001, 12345 };
+	enum { N = 19 };
+	int32_t a[N + 1], b[N + 1], want[N + 1];
+
+	for (int start = 0; start < 2; start++)
+		for (int n = 0; n <= N - start; n++) {
+			for (int i = 0; i <= N; i++) {
+				a[i] = v[(size_t)i % 8] ^ (int32_t)(i * 7);
+				b[i] = v[(size_t)(i * 3 + n) % 8];
+				want[i] = i >= start && i < start + n
+						  ? (int32_t)((uint32_t)a[i] + (uint32_t)b[i])
+						  : a[i];
+			}
+			reduce_add_i32(a + start, b + start, (size_t)n);
+			CHECK(memcmp(a, want, sizeof(a)) == 0, "reduce_add_i32 wrong (start %d n %d)", start, n);
+		}
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ns this machine's CPUs spent running tasks (anything but idle), from
+ * /proc/schedstat (field 7 of each cpuN line); -1 when it is not there.
+ * Under QEMU -icount shift=0 this is the guest's instruction count. */
+static double sched_busy_s(void)
+{
+	FILE *f = fopen("/proc/schedstat", "r");
+	char line[512];
+	double sum = 0;
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long v[7];
+
+		if (strncmp(line, "cpu", 3) != 0 || line[3] < '0' || line[3] > '9')
+			continue;
+		if (sscanf(line, "%*s %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+			   &v[4], &v[5], &v[6]) == 7) {
+			sum += (double)v[6] * 1e-9;
+			n++;
+		}
+	}
+	fclose(f);
+	return n ? sum : -1;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct bench_it {
+	double reduce_s; /* CPU time of this thread in reduce_add_i32 */
+};
+
+/*
+ * One two-rank ring all-reduce (int32 sum) of x (2 * hbytes), pipelined the
+ * way NCCL runs its ring: the chunks are cut in slices of g_bench_slice
+ * bytes, at most BENCH_STEPS in flight per direction, and the two phases are
+ * one pipeline: reduce-scatter slice j (my copy of the peer's chunk goes
+ * out, the peer's copy of mine comes into tmp and is added into x as soon
+ * as it completes) is followed by all-gather slice j (the reduced slice goes
+ * out as soon as it is reduced; the peer's reduced slice lands in x), so the
+ * link never drains between the phases. Everything is sent from and received
+ * into the registered user buffers. An all-gather receive overwrites what a
+ * reduce-scatter send read; it is posted only once that send is done.
+ */
+static void bench_allreduce_once(void *s, void *r, void *smh, void *rmh, void *tmh, int32_t *x,
+				 int32_t *tmp, size_t mine_at, size_t other_at, size_t hbytes,
+				 struct bench_it *st)
+{
+	const size_t slice = g_bench_slice, ns = (hbytes + slice - 1) / slice, nu = 2 * ns;
+	char *mine = (char *)(x + mine_at), *other = (char *)(x + other_at);
+	char *red_in = (char *)(tmp + mine_at);
+	size_t st_n = 0, sh = 0, rt_n = 0, rh = 0, nred = 0;
+	void *sq[BENCH_STEPS], *rq[BENCH_STEPS];
+	size_t slen[BENCH_STEPS], rlen[BENCH_STEPS];
 	double t0 = now_s();
 
-	while (sdone < n || rdone < n) {
-		while (st - sh < 8 && soff < n) {
-			size_t k = n - soff < slice ? n - soff : slice;
+#define UNIT_OFF(j) (((j) % ns) * slice)
+#define UNIT_LEN(j) (hbytes - UNIT_OFF(j) < slice ? hbytes - UNIT_OFF(j) : slice)
+	while (sh < nu || rh < nu) {
+		int progressed = 0;
+
+		/* sends: reduce-scatter slices, then all-gather slices once reduced */
+		while (st_n - sh < BENCH_STEPS && st_n < nu && (st_n < ns || st_n - ns < nred)) {
+			size_t k = UNIT_LEN(st_n);
+			char *p = (st_n < ns ? other : mine) + UNIT_OFF(st_n);
 			void *req = NULL;
-			OKR(n_isend(s, (void *)(sp + soff), k, g_rank, smh, &req), "isend");
+
+			OKR(n_isend(s, p, k, g_rank, smh, &req), "isend");
 			if (!req)
 				break;
-			sq[st % 8] = req;
-			slen[st % 8] = k;
-			soff += k;
-			st++;
+			sq[st_n % BENCH_STEPS] = req;
+			slen[st_n % BENCH_STEPS] = k;
+			st_n++;
 		}
-		while (rt - rh < 8 && roff < n) {
-			size_t k = n - roff < slice ? n - roff : slice;
-			void *d[1] = { rp + roff }, *mh[1] = { rmh }, *req = NULL;
+		/* receives: reduce-scatter slices into tmp, then all-gather slices
+		 * into x once the send that read that slice of x is done */
+		while (rt_n - rh < BENCH_STEPS && rt_n < nu && (rt_n < ns || rt_n - ns < sh)) {
+			size_t k = UNIT_LEN(rt_n);
+			void *d[1] = { (rt_n < ns ? red_in : other) + UNIT_OFF(rt_n) };
+			void *mh[1] = { rt_n < ns ? tmh : rmh }, *req = NULL;
 			int tag = 1 - g_rank;
+
 			OKR(n_irecv(r, 1, d, &k, &tag, mh, &req), "irecv");
 			if (!req)
 				break;
-			rq[rt % 8] = req;
-			rat[rt % 8] = roff;
-			roff += k;
-			rt++;
+			rq[rt_n % BENCH_STEPS] = req;
+			rlen[rt_n % BENCH_STEPS] = k;
+			rt_n++;
 		}
-		int progressed = 0;
-		while (sh < st) {
+		while (sh < st_n) {
 			int done = 0, sz = -1;
-			OKR(n_test(sq[sh % 8], &done, &sz), "test(send)");
+
+			OKR(n_test(sq[sh % BENCH_STEPS], &done, &sz), "test(send)");
 			if (!done)
 				break;
-			CHECK((size_t)sz == slen[sh % 8], "bench send size %d", sz);
-			sdone += slen[sh % 8];
+			CHECK((size_t)sz == slen[sh % BENCH_STEPS], "bench send size %d", sz);
 			sh++;
 			progressed = 1;
 		}
-		while (rh < rt) {
+		while (rh < rt_n) {
 			int done = 0, sz = -1;
-			OKR(n_test(rq[rh % 8], &done, &sz), "test(recv)");
+
+			OKR(n_test(rq[rh % BENCH_STEPS], &done, &sz), "test(recv)");
 			if (!done)
 				break;
-			size_t at = rat[rh % 8];
-			if (red) {
-				const int32_t *in = (const int32_t *)(rp + at);
-				int32_t *out = red + at / 4;
-				for (size_t i = 0; i < (size_t)sz / 4; i++)
-					out[i] += in[i];
+			CHECK((size_t)sz == rlen[rh % BENCH_STEPS], "bench recv size %d want %zu", sz,
+			      rlen[rh % BENCH_STEPS]);
+			if (rh < ns) {
+				double t1 = thread_cpu_s();
+
+				reduce_add_i32((int32_t *)(mine + UNIT_OFF(rh)),
+					       (const int32_t *)(red_in + UNIT_OFF(rh)), (size_t)sz / 4);
+				st->reduce_s += thread_cpu_s() - t1;
+				nred++;
 			}
-			rdone += (size_t)sz;
 			rh++;
 			progressed = 1;
 		}
-		CHECK(now_s() - t0 < g_deadline_s, "bench step stuck (sent %zu/%zu, received %zu/%zu)",
-		      sdone, n, rdone, n);
+		CHECK(now_s() - t0 < g_deadline_s,
+		      "bench all-reduce stuck (sent %zu/%zu, received %zu/%zu slices)", sh, nu, rh, nu);
 		if (!progressed)
 			poll_pause();
 	}
+#undef UNIT_OFF
+#undef UNIT_LEN
 }
 
 /* Two-rank ring all-reduce (int32 sum) of g_bench_bytes (rounded down to a
- * multiple of 8): reduce-scatter then
- * all-gather, each one pipelined step. busbw = S * 2(n-1)/n / t (= S / t for
- * two ranks), the figure nccl-tests reports; t is the slower rank's time. */
+ * multiple of 8), see bench_allreduce_once. busbw = S * 2(n-1)/n / t (= S / t
+ * for two ranks), the figure nccl-tests reports; t is the slower rank's
+ * time. Also reported per iteration: this process's CPU time (all threads,
+ * the plugin's progress thread included), the CPU time spent reducing and the
+ * machine's busy time (sched_busy_s). */
 static void bench_allreduce(void)
 {
 	size_t count = g_bench_bytes / 8 * 2, half = count / 2; /* two equal chunks */
@@ -1395,9 +1520,11 @@ static void bench_allreduce(void)
 	int32_t *x = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
 	int32_t *tmp = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
 	void *s, *r, *smh, *rmh, *tmh;
-	double best = 0, sum = 0;
+	double best = 0, sum = 0, cpu_sum = 0, red_sum = 0, busy_sum = 0, app_sum = 0;
 
-	CHECK(x && tmp && count >= 2, "bench: out of memory or size too small");
+	CHECK(x && tmp && count >= 2 && g_bench_slice >= 4 && g_bench_slice % 4 == 0,
+	      "bench: out of memory, size too small or slice not a multiple of 4");
+	reduce_selftest();
 	memset(tmp, 0, bytes);
 	setup_pair(&s, &r);
 	/* x is both sent from (s) and received into (r); tmp only received into */
@@ -1407,18 +1534,16 @@ static void bench_allreduce(void)
 	/* chunk c = [c*half, (c+1)*half); rank k owns (reduces) chunk k */
 	size_t mine_at = (size_t)g_rank * half, other_at = (size_t)(1 - g_rank) * half;
 	for (int it = -1; it < g_bench_iters; it++) { /* it = -1: warm-up */
+		struct bench_it st = { 0 };
+
 		for (size_t i = 0; i < count; i++)
 			x[i] = (int32_t)((g_rank + 1) * (int)(i % 1000) + it);
 		barrier();
-		double t0 = now_s();
-		/* reduce-scatter: send my copy of the peer's chunk, reduce the
-		 * peer's copy of my chunk into mine as its slices arrive */
-		bench_step(s, r, smh, tmh, (char *)(x + other_at), (char *)(tmp + mine_at), half * 4,
-			   x + mine_at);
-		/* all-gather: send my reduced chunk, receive the peer's reduced one */
-		bench_step(s, r, smh, rmh, (char *)(x + mine_at), (char *)(x + other_at), half * 4,
-			   NULL);
-		double dt = now_s() - t0;
+		double t0 = now_s(), c0 = cpu_s(), a0 = thread_cpu_s(), b0 = sched_busy_s();
+		bench_allreduce_once(s, r, smh, rmh, tmh, x, tmp, mine_at, other_at, half * 4, &st);
+		double dt = now_s() - t0, cpu = cpu_s() - c0, app = thread_cpu_s() - a0;
+		double b1 = sched_busy_s();
+		double busy = b0 >= 0 && b1 >= 0 ? b1 - b0 : -1;
 		uint64_t ns = (uint64_t)(dt * 1e9), peer = exchange_u64(ns);
 		dt = (double)(ns > peer ? ns : peer) * 1e-9;
 		for (size_t i = 0; i < count; i++) {
@@ -1430,9 +1555,14 @@ static void bench_allreduce(void)
 		if (it >= 0) {
 			sum += bw;
 			best = bw > best ? bw : best;
+			cpu_sum += cpu;
+			red_sum += st.reduce_s;
+			busy_sum += busy;
+			app_sum += app;
 		}
-		say("# bench iteration %d: %zu bytes in %.3f s, busbw %.3f GB/s (%.3f Gb/s)%s\n", it,
-		    bytes, dt, bw, bw * 8, it < 0 ? " (warm-up)" : "");
+		say("# bench iteration %d: %zu bytes in %.3f s, busbw %.3f GB/s (%.3f Gb/s), cpu: process "
+		    "%.3f s, this thread %.3f s (reducing %.3f s), machine busy %.3f s%s\n",
+		    it, bytes, dt, bw, bw * 8, cpu, app, st.reduce_s, busy, it < 0 ? " (warm-up)" : "");
 	}
 	barrier();
 	OKR(n_deregmr(s, smh), "deregMr");
@@ -1443,8 +1573,11 @@ static void bench_allreduce(void)
 	free(x);
 	free(tmp);
 	say("# bench {\"op\":\"allreduce\",\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
-	    "\"iters\":%d,\"slice\":%zu,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f}\n",
-	    bytes, g_bench_iters, g_bench_slice, g_api, sum / g_bench_iters * 8, best * 8);
+	    "\"iters\":%d,\"slice\":%zu,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
+	    "\"cpu_s_avg\":%.4f,\"app_cpu_s_avg\":%.4f,\"reduce_s_avg\":%.4f,\"busy_s_avg\":%.4f}\n",
+	    bytes, g_bench_iters, g_bench_slice, g_api, sum / g_bench_iters * 8, best * 8,
+	    cpu_sum / g_bench_iters, app_sum / g_bench_iters, red_sum / g_bench_iters,
+	    busy_sum < 0 ? -1.0 : busy_sum / g_bench_iters);
 	pass("all-reduce benchmark, every iteration verified");
 }
 
