@@ -72,16 +72,22 @@ wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || fail "virtio-net path does not p
 
 json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
-# raw TEST [CLI options]: one odl_tb5_cli run (server on b); prints the client's JSON
+# raw TEST [CLI options]: one odl_tb5_cli run (server on b); prints the client's
+# JSON with "guest_busy_pct" added: how busy guest a was while the client ran
+# (/proc/schedstat run time of cpu0 against /proc/uptime, read around it)
 raw() {
-	local test=$1 j
+	local test=$1 j out
 	shift
 	vb sh -c 'rm -f /tmp/srv.out; setsid /tmp/odl_tb5_cli --server --device 0 --json > /tmp/srv.out 2>&1 < /dev/null &' || return 1
 	sleep 1
-	j=$(va /tmp/odl_tb5_cli --client --device 0 --test "$test" --size 1M \
-		--iterations $((bytes >> 20)) --no-verify --json "$@" 2>&1 | grep '^{') || return 1
+	out=$(va sh -c 'busy() { awk '"'"'$1 == "cpu0" { b = $8 } END { getline u < "/proc/uptime"; split(u, f, " "); printf "%.0f %.0f\n", b, f[1] * 1e9 }'"'"' /proc/schedstat; }
+		echo "busy0 $(busy)"; "$@"; echo "busy1 $(busy)"' sh /tmp/odl_tb5_cli --client --device 0 --test "$test" --size 1M \
+		--iterations $((bytes >> 20)) --no-verify --json "$@" 2>&1) || return 1
+	j=$(echo "$out" | grep '^{') || return 1
 	wait_for "vb sh -c '! pidof odl_tb5_cli'" 30 || return 1
-	echo "$j"
+	python3 -c 'import json,sys; j=json.loads(sys.argv[1]); a=sys.argv[2].split(); b=sys.argv[3].split()
+j["guest_busy_pct"]=round(100*(int(b[1])-int(a[1]))/(int(b[2])-int(a[2]))); print(json.dumps(j))' \
+		"$j" "$(echo "$out" | grep '^busy0')" "$(echo "$out" | grep '^busy1')"
 }
 
 # plugin SLICE PORT: all-reduce benchmark; prints rank 0's bench JSON
@@ -108,11 +114,12 @@ for r in $(seq 1 "$rounds"); do
 			res[raw_tx]+="$(json_field "$j" bw_avg_gbps) "
 			j=$(raw mimo --streams 1) || fail "raw mimo (1 stream) run failed"
 			res[bidir1]+="$(per_dir "$j") "
+			res[busy_raw]+="$(json_field "$j" guest_busy_pct) "
 			j=$(raw mimo --streams 4 --iterations $((bytes >> 22))) || fail "raw mimo (4 streams) run failed"
 			res[bidir4]+="$(per_dir "$j") "
 			b1=$(last "${res[bidir1]}"); b4=$(last "${res[bidir4]}")
 			res[bidir]+="$(awk -v a="$b1" -v b="$b4" 'BEGIN { print (a > b) ? a : b }') "
-			echo "bench/rccl.sh: round $r raw: one-way rx $(last "${res[raw]}") Gb/s (client $(last "${res[raw_tx]}")), bidirectional per direction $b1 (1 stream) / $b4 (4 streams) Gb/s"
+			echo "bench/rccl.sh: round $r raw: one-way rx $(last "${res[raw]}") Gb/s (client $(last "${res[raw_tx]}")), bidirectional per direction $b1 (1 stream; guest a busy $(last "${res[busy_raw]}") %) / $b4 (4 streams) Gb/s"
 		else
 			for s in "${slices[@]}"; do
 				port=$((port + 1))
@@ -120,7 +127,10 @@ for r in $(seq 1 "$rounds"); do
 				res[p$s]+="$(json_field "$j" busbw_avg_gbps) "
 				res[cpu$s]+="$(json_field "$j" cpu_s_avg) "
 				res[red$s]+="$(json_field "$j" reduce_s_avg) "
-				echo "bench/rccl.sh: round $r plugin all-reduce slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0: process CPU $(json_field "$j" cpu_s_avg) s, reducing $(json_field "$j" reduce_s_avg) s per iteration)"
+				# guest a busy during the timed iterations: busy s / iteration s
+				res[busy$s]+="$(awk -v b="$(json_field "$j" busy_s_avg)" -v g="$(json_field "$j" busbw_avg_gbps)" -v n="$bytes" \
+					'BEGIN { printf "%.0f", b < 0 ? -1 : 100 * b / (n * 8 / (g * 1e9)) }') "
+				echo "bench/rccl.sh: round $r plugin all-reduce slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 per iteration: process CPU $(json_field "$j" cpu_s_avg) s, reducing $(json_field "$j" reduce_s_avg) s; guest a busy $(last "${res[busy$s]}") %)"
 			done
 		fi
 	done
@@ -161,6 +171,7 @@ out=$top/bench/results/rccl-allreduce-$ts
 	echo "RATIO plugin all-reduce busbw (slice $((head >> 10)) KiB) / bidirectional raw per direction: $ratio (target >= 0.9)"
 	echo "  per round (same round's raw): $rr"
 	echo "  against one-way raw: $ratio1"
+	echo "  guest a busy (% of the time): raw mimo 1 stream (client run) ${res[busy_raw]}; plugin all-reduce (timed iterations) ${res[busy$head]}"
 	for s in "${slices[@]}"; do
 		echo "  slice $((s >> 10)) KiB: vs bidirectional $(div "$(median "${res[p$s]}")" "$bidm") (per round: $(round_ratios "${res[p$s]}" "${res[bidir]}")), vs one-way $(div "$(median "${res[p$s]}")" "$rawm"); rank 0 per iteration: process CPU ${res[cpu$s]}s, reducing ${res[red$s]}s"
 	done
@@ -179,7 +190,11 @@ arr() { echo "$1" | xargs | tr ' ' ,; }
 	printf '},\n "plugin_reduce_s":{'
 	sep=
 	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[red$s]}")"; sep=,; done
-	printf '},\n "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
+	printf '},\n "plugin_guest_a_busy_pct":{'
+	sep=
+	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[busy$s]}")"; sep=,; done
+	printf '},\n "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
+	printf ' "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
 		"$rawm" "$rawtxm" "$b1m" "$b4m" "$bidm" "$plm" "$head"
 	printf ' "ratio":%s,"ratio_per_round":[%s],"ratio_one_way":%s}\n' "$ratio" "$(arr "$rr")" "$ratio1"
 } > "$out.json"
