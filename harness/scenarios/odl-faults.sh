@@ -21,6 +21,8 @@ diag "odl_tb5 data HopID a->b: $hop"
 # unless CLI-ARGS) with the cable fault; b's counters before and after in
 # $FAULT_ST
 FAULT_ST=
+FAULT_ST0=
+FAULT_ST1=
 fault_run() {
 	local name=$1 fault=$2 want=$3 args=${4:---size 1M --iterations 64} out rc srv st0 st1
 	"$VMPAIR" cable fault clear >/dev/null
@@ -43,6 +45,8 @@ fault_run() {
 	fi
 	FAULT_ST="$st0
 $st1"
+	FAULT_ST0=$(echo "$st0" | tr '\n' ' ')
+	FAULT_ST1=$(echo "$st1" | tr '\n' ' ')
 }
 fault_run "bit flip in frame 3000 a->b" "corrupt hop=$hop dir=a2b nth=3000 count=1" "I/O error"
 d=$(echo "$FAULT_ST" | tail -n 1 | sed -n 's/.*desc_errors=\([1-9][0-9]*\).*/\1/p')
@@ -53,8 +57,8 @@ d=$(echo "$FAULT_ST" | tail -n 1 | sed -n 's/.*seq_errors=\([1-9][0-9]*\).*/\1/p
 fault_run "frame 3000 a->b dropped, one-frame messages: a whole message lost" \
 	"drop hop=$hop dir=a2b nth=3000 count=1" "message lost or corrupted in transit" \
 	"--size 4000 --iterations 6000"
-d0=$(echo "$FAULT_ST" | head -n 1 | sed -n 's/.*seq_errors=\([0-9]*\).*/\1/p')
-d1=$(echo "$FAULT_ST" | tail -n 1 | sed -n 's/.*seq_errors=\([0-9]*\).*/\1/p')
+d0=$(echo "$FAULT_ST0" | sed -n 's/.*seq_errors=\([0-9]*\).*/\1/p')
+d1=$(echo "$FAULT_ST1" | sed -n 's/.*seq_errors=\([0-9]*\).*/\1/p')
 [ -n "$d0" ] && [ -n "$d1" ] && [ "$d1" -gt "$d0" ] &&
 	ok "b counted the sequence gap of the lost message" "$FAULT_ST" ||
 	not_ok "b counted the sequence gap of the lost message" "$FAULT_ST"
