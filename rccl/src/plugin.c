@@ -332,6 +332,7 @@ struct odlp_dev {
 	uint32_t next_id;
 	int ncomms;
 	struct odlp_comm *comms;
+	bool batch; /* ODL_TB5_OPEN_BATCH: operations queued, handed over by tx_pump */
 	/* staging */
 	uint32_t slot, ntx, nrx;
 	uint32_t tx_id, rx_id;
@@ -480,7 +481,7 @@ static bool tx_slot_send(struct odlp_dev *d, uint32_t slot, uint64_t len)
 }
 
 /* Move control messages and data chunks into the library while slots last. */
-static void tx_pump(struct odlp_dev *d)
+static void tx_pump_slots(struct odlp_dev *d)
 {
 	while (!d->dead && d->ntx_free > 0) {
 		uint32_t slot;
@@ -542,6 +543,21 @@ static void tx_pump(struct odlp_dev *d)
 			job_push(d, r);
 		}
 	}
+}
+
+/*
+ * tx_pump_slots, then, in batch mode, hand everything the library queued
+ * (these sends, and receives reposted since the last call) to the device in
+ * one go (odl_tb5_pending submits the library's queue).
+ */
+static void tx_pump(struct odlp_dev *d)
+{
+	unsigned int s, r;
+	int rc;
+
+	tx_pump_slots(d);
+	if (d->batch && !d->dead && (rc = odl_tb5_pending(d->h, &s, &r)) < 0)
+		mark_dead(d, rc);
 }
 
 /* Match queued sends of a send comm against the receiver's CTS entries. */
@@ -846,6 +862,11 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	snprintf(d->spec, sizeof(d->spec), "%s", spec);
 	odl_tb5_open_opts_init(&o);
 	o.port = g_port;
+	/* kernel backend: batch SENDs/RECVs into one SUBMIT per pump (the
+	 * library ignores it on shm and on drivers without SUBMIT) */
+	d->batch = strncmp(spec, "shm:", 4) != 0 && env_long("ODL_TB5_RCCL_BATCH", 1, 0, 1);
+	if (d->batch)
+		o.flags |= ODL_TB5_OPEN_BATCH;
 	chunk = env_long("ODL_TB5_RCCL_CHUNK", DEFAULT_CHUNK, 4096, 16L << 20);
 	chunk = (chunk + 4095) & ~4095L;
 	d->ntx = (uint32_t)env_long("ODL_TB5_RCCL_NTX", DEFAULT_NTX, 2, 256);
