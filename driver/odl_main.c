@@ -31,11 +31,19 @@
 #define ODL_LOGOUT_TIMEOUT_MS	500
 #define ODL_LOGIN_BACKOFF_MIN	100
 #define ODL_LOGIN_BACKOFF_MAX	5000
+/* unanswered LOGINs before odl_nudge_peers(), and how often after that */
+#define ODL_NUDGE_AFTER		4
+#define ODL_NUDGE_EVERY		8
+#define ODL_NUDGE_KEY		"odlnudge"
 
 /* Property directory UUID: 3a8f5d27-91c4-4e0b-b6d2-0d15c0de7b50 */
 static const uuid_t odl_dir_uuid =
 	UUID_INIT(0x3a8f5d27, 0x91c4, 0x4e0b,
 		  0xb6, 0xd2, 0x0d, 0x15, 0xc0, 0xde, 0x7b, 0x50);
+/* the short-lived directory of odl_nudge_peers() */
+static const uuid_t odl_nudge_uuid =
+	UUID_INIT(0x3a8f5d27, 0x91c4, 0x4e0b,
+		  0xb6, 0xd2, 0x0d, 0x15, 0xc0, 0xde, 0x7b, 0x51);
 
 /* Handshake protocol UUID: 7c1e2b9a-4d63-4f8e-a5b0-0d1cab1e5b05 */
 static const uuid_t odl_proto_uuid =
@@ -1495,6 +1503,32 @@ static int odl_send_login(struct odl_dev *dev, u8 sequence)
 	return 0;
 }
 
+/*
+ * The thunderbolt core re-reads a peer's properties on its "properties
+ * changed" notification only once that peer's XDomain device is
+ * registered, which it is after the first read. A peer that read our
+ * properties just before this module registered its directory, and got
+ * the notification before its device was registered, never learns of our
+ * service: it has no device for us and leaves our LOGIN unanswered. When
+ * logins go unanswered, make every peer re-read our properties: add and
+ * remove an empty directory. The generation moves (the core notifies all
+ * peers), the services do not, so connected peers are not disturbed.
+ */
+static void odl_nudge_peers(struct odl_dev *dev)
+{
+	struct tb_property_dir *d;
+
+	d = tb_property_create_dir(&odl_nudge_uuid);
+	if (!d)
+		return;
+	if (!tb_register_property_dir(ODL_NUDGE_KEY, d)) {
+		dev_info(&dev->svc->dev,
+			 "peer does not answer LOGIN; asking it to re-read our properties\n");
+		tb_unregister_property_dir(ODL_NUDGE_KEY, d);
+	}
+	tb_property_free_dir(d);
+}
+
 static void odl_login_work(struct work_struct *work)
 {
 	struct odl_dev *dev = container_of(to_delayed_work(work),
@@ -1528,6 +1562,9 @@ static void odl_login_work(struct work_struct *work)
 		delay = min(ODL_LOGIN_BACKOFF_MIN << min(dev->login_retries, 6u),
 			    ODL_LOGIN_BACKOFF_MAX);
 		dev->login_retries++;
+		if (ret != -EPROTO && dev->login_retries >= ODL_NUDGE_AFTER &&
+		    (dev->login_retries - ODL_NUDGE_AFTER) % ODL_NUDGE_EVERY == 0)
+			odl_nudge_peers(dev);
 		queue_delayed_work(system_long_wq, &dev->login_work,
 				   msecs_to_jiffies(delay));
 	}

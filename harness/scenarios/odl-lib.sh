@@ -24,10 +24,19 @@ odl_put() {
 		"$VMPAIR" put "$1" "$ODL_CLI_BIN" /tmp/odl_tb5_cli --mode 755 >/dev/null
 }
 
-# load the module in guest $1 (extra module parameters after it)
+# load the module in guest $1 (extra module parameters after it).
+# Stock thunderbolt (6.1 and 6.12, xdomain.c) acts on a peer's "properties
+# changed" notification only once its own XDomain device is registered; a
+# directory registered while the other side is still enumerating its
+# XDomain can go unseen there (the service never appears, logins go
+# unanswered; seen once in odl-data@trixie). With the link up, load only
+# when both sides list their XDomain (docs/testing.md).
 odl_load() {
 	local v=$1
 	shift
+	if "$VMPAIR" cable status 2>/dev/null | grep -q '"link_up":true'; then
+		wait_xdomain a 120 && wait_xdomain b 120 || return 1
+	fi
 	vm "$v" insmod /tmp/odl_tb5.ko ${ODL_RING_SIZE:+ring_size="$ODL_RING_SIZE"} "$@"
 }
 
