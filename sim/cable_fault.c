@@ -302,6 +302,8 @@ static bool rule_matches(const struct cable_fault *f, int dir, uint16_t type,
 	if (f->kind == CF_WITHHOLD) {
 		if (type != ODL_LINK_CREDIT || blen < ODL_CREDIT_SIZE)
 			return false;
+		if (odl_get16(body + 2) == 0)
+			return false; /* a credit sync grants nothing */
 		hop = odl_get16(body);
 		return f->hop == CABLE_FAULT_HOP_ANY || f->hop == hop;
 	}

@@ -314,8 +314,9 @@ size_t odl_decode_body(char *buf, size_t n, unsigned type, const uint8_t *b,
 		break;
 	case ODL_LINK_CREDIT:
 		if (len >= ODL_CREDIT_SIZE) {
-			odl_sbf(&s, "hop=%u credits=%u", odl_get16(b),
-				  odl_get16(b + 2));
+			odl_sbf(&s, "hop=%u credits=%u%s", odl_get16(b),
+				  odl_get16(b + 2),
+				  odl_get16(b + 2) ? "" : " (sync)");
 			return s.len;
 		}
 		break;

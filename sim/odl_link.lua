@@ -499,6 +499,9 @@ function odl.dissector(tvb, pinfo, root)
 		bt:add_le(f.c_hop, b(0, 2))
 		bt:add_le(f.credits, b(2, 2))
 		info = info .. string.format(" hop=%d credits=%d", b(0, 2):le_uint(), b(2, 2):le_uint())
+		if b(2, 2):le_uint() == 0 then
+			info = info .. " (sync)"
+		end
 	elseif typ == 6 then -- LANE
 		bt:add(f.tw, b(0, 1))
 		bt:add(f.l1, b(1, 1))

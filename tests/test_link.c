@@ -208,6 +208,9 @@ START_TEST(t_decode_messages)
 	n = odl_build_credit(msg, 12, 7);
 	odl_decode_msg(buf, sizeof(buf), msg, n);
 	ck_assert_str_eq(buf, "CREDIT hop=12 credits=7");
+	n = odl_build_credit(msg, 12, 0);
+	odl_decode_msg(buf, sizeof(buf), msg, n);
+	ck_assert_str_eq(buf, "CREDIT hop=12 credits=0 (sync)");
 	n = odl_build_lane(msg, 3, 1, 1);
 	odl_decode_msg(buf, sizeof(buf), msg, n);
 	ck_assert_str_eq(buf, "LANE target_width=3 lane1_enabled=1 bonded=1");
@@ -1325,6 +1328,17 @@ START_TEST(t_fault_withhold_credits)
 	expect_none(0);
 	expect_none(1);
 	ck_assert_uint_eq(C.faults.f[0].credits, 20);
+	ck_assert_uint_eq(C.faults.tot_withheld, 22);
+	/* a credit sync (0 credits) grants nothing: never withheld */
+	send_credit(1, 8, 0, 4000000);
+	cable_core_tick(&C, 5000000);
+	{
+		struct got g = next_got(0);
+
+		ck_assert_int_eq(g.type, ODL_LINK_CREDIT);
+		ck_assert_uint_eq(g.hop, 8);
+		ck_assert_uint_eq(g.idx, 0);
+	}
 	ck_assert_uint_eq(C.faults.tot_withheld, 22);
 }
 END_TEST

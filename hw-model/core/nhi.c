@@ -684,6 +684,17 @@ void nhi_e2e_update(struct nhi *n, unsigned int ri)
 	if (grant > 0xffff)
 		grant = 0xffff;
 	c.hopid = (uint16_t)hop;
+	if (r->credits_granted == 0) {
+		/* the first grant since this ring's accounting restarted
+		 * (ring or path set up again, link retrained): a credit sync
+		 * (0 credits) first, so that the sender drops what an earlier
+		 * ring or path granted it; docs/link-protocol.md */
+		c.credits = 0;
+		n->st.credit_syncs++;
+		nhi_log(n, NHI_LOG_TRACE, "E2E: credit sync on HopID %d (RX ring %u)",
+			hop, ri);
+		router_send_msg(n, ODL_LINK_CREDIT, &c, sizeof(c), NULL, 0);
+	}
 	c.credits = (uint16_t)grant;
 	r->credits_granted += grant;
 	r->credit_msgs++;

@@ -903,6 +903,15 @@ void router_cable_msg(struct nhi *n, uint16_t type, const uint8_t *body,
 		memcpy(&c, body, sizeof(c));
 		if (c.hopid >= PATH_MAX_HOPS)
 			break;
+		if (c.credits == 0) {
+			/* credit sync: the receiver's count restarted; what it
+			 * granted before is void (its next grant follows) */
+			n->tx_credits[c.hopid] = 0;
+			n->st.credit_syncs_rcvd++;
+			nhi_log(n, NHI_LOG_TRACE, "E2E: credit sync for HopID %u",
+				c.hopid);
+			return;
+		}
 		if (!nhi_e2e_credit_accept(n, c.hopid, c.credits)) {
 			/* credit-controlled from now on, with nothing to spend */
 			n->tx_credit_active[c.hopid] = 1;

@@ -405,11 +405,13 @@ START_TEST(e2e_credits_batched)
 	h_path_rx(8, 1);
 	for (unsigned int i = 0; i < 40; i++)
 		post_rx(1, i);
-	/* one by one while the sender's window is at most a quarter ring
-	 * (17 grants), then 16 more in a single batch; 7 still held back */
+	/* a credit sync, then one by one while the sender's window is at
+	 * most a quarter ring (17 grants), then 16 more in a single batch;
+	 * 7 still held back */
 	ck_assert_uint_eq(st()->credits_sent, 33);
 	before = h_msgs_of(ODL_LINK_CREDIT);
-	ck_assert_uint_eq(before, 18);
+	ck_assert_uint_eq(before, 19);
+	ck_assert_uint_eq(st()->credit_syncs, 1);
 	for (unsigned int i = 40; i < 48; i++)
 		post_rx(1, i);
 	ck_assert_uint_eq(h_msgs_of(ODL_LINK_CREDIT), before);
@@ -417,6 +419,94 @@ START_TEST(e2e_credits_batched)
 	post_rx(1, 48);
 	ck_assert_uint_eq(h_msgs_of(ODL_LINK_CREDIT), before + 1);
 	ck_assert_uint_eq(st()->credits_sent, 49);
+}
+END_TEST
+
+/* The sender's view of what the receiver granted on @hop: the CREDIT
+ * messages in order, a credit sync (0 credits) starting over. */
+static uint32_t window_for(uint16_t hop)
+{
+	uint32_t sum = 0;
+
+	for (unsigned int i = 0; i < H.nmsgs; i++) {
+		struct odl_link_credit c;
+
+		if (H.msgs[i].type != ODL_LINK_CREDIT)
+			continue;
+		memcpy(&c, H.msgs[i].body, sizeof(c));
+		if (c.hopid != hop)
+			continue;
+		sum = c.credits ? sum + c.credits : 0;
+	}
+	return sum;
+}
+
+static void e2e_rx_ring_up(unsigned int buffers)
+{
+	h_rx_start(1, RXD, 8, 0, 0, FRAME_MASKS);
+	h_wr(R_RXOPT(1), F_ENABLE | F_E2E | 1u << 12);
+	for (unsigned int i = 0; i < buffers; i++)
+		post_rx(1, i);
+}
+
+/*
+ * A receiver whose E2E RX ring is set up again (the peer logged in anew
+ * after a retrain) starts its grants with a credit sync, so the sender's
+ * window is the new ring's buffers, not old + new. Without the sync a
+ * sender that kept the grant the old ring made at link up could overrun
+ * the new ring (odl-retrain on intel-barlow-ridge lost frames that way).
+ */
+START_TEST(e2e_ring_again_syncs_credits)
+{
+	uint32_t off[2] = { 0, 0 };
+
+	e2e_rx_ring_up(6);
+	h_path_rx(8, 1);
+	ck_assert_uint_eq(window_for(8), 6);
+	/* retrain: both ends restart their accounting; the old ring, still
+	 * up, grants its buffers again */
+	h_link_state(true, 1, 40, 0x99);
+	ck_assert_uint_eq(window_for(8), 6);
+	/* the driver tears the ring and its path down and sets them up
+	 * again */
+	h_wr(R_RXOPT(1), 0);
+	ck_assert(h_cfg_write(0, 1, 2 * 8, off, 2));
+	e2e_rx_ring_up(4);
+	ck_assert_uint_eq(window_for(8), 6);
+	h_path_rx(8, 1);
+	ck_assert_uint_eq(window_for(8), 4);
+	ck_assert_uint_eq(credits_for(8), 16);
+	ck_assert_uint_eq(st()->credit_syncs, 3);
+}
+END_TEST
+
+/* Sender side: a credit sync voids what was granted before it. */
+START_TEST(e2e_credit_sync_voids_old_grants)
+{
+	struct odl_link_credit c = { .hopid = 8, .credits = 5 };
+
+	h_path_tx(1, 8);
+	h_tx_start(1, TXD, 16, 0);
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	c.credits = 0;
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	ck_assert_uint_eq(st()->credit_syncs_rcvd, 1);
+	ck_assert_uint_eq(st()->credits_rcvd, 5);
+	h_clear_records();
+	for (unsigned int i = 0; i < 3; i++)
+		post_tx(1, i, 64, (uint8_t)i);
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 0);
+	c.credits = 2;
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 2);
+	/* a sync for another HopID changes nothing here */
+	c.hopid = 9;
+	c.credits = 0;
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	c.hopid = 8;
+	c.credits = 1;
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 3);
 }
 END_TEST
 
@@ -445,6 +535,8 @@ Suite *suite_data(void)
 	tcase_add_test(tc, tx_doorbell_deferred_to_bottom_half);
 	tcase_add_test(tc, e2e_credits_batched);
 	tcase_add_test(tc, e2e_retrain_regrants);
+	tcase_add_test(tc, e2e_ring_again_syncs_credits);
+	tcase_add_test(tc, e2e_credit_sync_voids_old_grants);
 	tcase_add_test(tc, rx_frame_lands_in_ring);
 	tcase_add_test(tc, rx_no_path_dropped);
 	tcase_add_test(tc, rx_link_down_dropped);
