@@ -130,48 +130,38 @@ rb=$(vm b sh -c 'dmesg | sed -n "s/.*odl_tb5.*connected: .*RX HopID [0-9]* ring 
 diag "odl_tb5 RX rings: a $ra, b $rb"
 irq_dropped() { echo $(( $(nhi_stats a irq_dropped) + $(nhi_stats b irq_dropped) )); }
 irq_recovered() { echo $(( $(mit_key a irq_recoveries) + $(mit_key b irq_recoveries) )); }
-d0=$(irq_dropped)
-nhi_fault a "drop-irq rx=${ra:-2} every=3" && nhi_fault b "drop-irq rx=${rb:-2} every=3" ||
-	bail_out "cannot set the drop-irq faults"
+# lost_irq_phase EVERY WHAT: drop every EVERY-th RX completion interrupt of
+# odl_tb5's RX ring on both hosts while N messages go a -> b; sets D0/D1
+# (model irq_dropped) and R0/R1 (irq_recoveries) before and after
+lost_irq_phase() {
+	local every=$1 what=$2
+	D0=$(irq_dropped) R0=$(irq_recovered)
+	nhi_fault a "drop-irq rx=${ra:-2} every=$every" && nhi_fault b "drop-irq rx=${rb:-2} every=$every" ||
+		bail_out "cannot set the drop-irq faults"
+	xfer_bounded 900
+	nhi_fault a clear
+	nhi_fault b clear
+	D1=$(irq_dropped) R1=$(irq_recovered)
+	if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
+		ok "$what lost: $N messages a -> b verified and acknowledged" "$XFER_OUT"
+	else
+		stop_rx
+		not_ok "$what lost: $N messages a -> b verified and acknowledged" \
+			"exit $XFER_RC" "$XFER_OUT" "a: $(mit a)" "b: $(mit b)"
+	fi
+}
 N=24 SIZES=4096,65536,262144
-xfer_bounded 900
-nhi_fault a clear
-nhi_fault b clear
-d1=$(irq_dropped)
-if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
-	ok "every 3rd RX completion interrupt lost: $N messages a -> b verified and acknowledged" "$XFER_OUT"
-else
-	stop_rx
-	not_ok "every 3rd RX completion interrupt lost: $N messages a -> b verified and acknowledged" \
-		"exit $XFER_RC" "$XFER_OUT" "a: $(mit a)" "b: $(mit b)"
-fi
-if [ "$d1" -gt "$d0" ]; then
-	ok "the model dropped RX completion interrupts ($d0 -> $d1)" "$(nhi_stats a)" "$(nhi_stats b)"
-else
-	not_ok "the model dropped RX completion interrupts ($d0 -> $d1)" "$(nhi_stats a)" "$(nhi_stats b)"
-fi
+lost_irq_phase 3 "every 3rd RX completion interrupt"
+check "the model dropped RX completion interrupts ($D0 -> $D1)" [ "$D1" -gt "$D0" ]
 
 # --- 4. every RX completion interrupt lost: only the poll sees frames ---
-d0=$(irq_dropped) r0=$(irq_recovered)
-nhi_fault a "drop-irq rx=${ra:-2} every=1" && nhi_fault b "drop-irq rx=${rb:-2} every=1" ||
-	bail_out "cannot set the drop-irq faults"
-N=6 SIZES=4096,65536,262144
-xfer_bounded 900
-nhi_fault a clear
-nhi_fault b clear
-d1=$(irq_dropped) r1=$(irq_recovered)
-if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
-	ok "every RX completion interrupt lost: $N messages a -> b verified and acknowledged" "$XFER_OUT"
-else
-	stop_rx
-	not_ok "every RX completion interrupt lost: $N messages a -> b verified and acknowledged" \
-		"exit $XFER_RC" "$XFER_OUT" "a: $(mit a)" "b: $(mit b)"
-fi
-if [ "$d1" -gt "$d0" ] && [ "$r1" -gt "$r0" ]; then
-	ok "the model dropped interrupts ($d0 -> $d1) and the poll recovered them (irq_recoveries $r0 -> $r1)" \
+N=6
+lost_irq_phase 1 "every RX completion interrupt"
+if [ "$D1" -gt "$D0" ] && [ "$R1" -gt "$R0" ]; then
+	ok "the model dropped interrupts ($D0 -> $D1) and the poll recovered them (irq_recoveries $R0 -> $R1)" \
 		"a: $(mit a)" "b: $(mit b)"
 else
-	not_ok "the model dropped interrupts ($d0 -> $d1) and the poll recovered them (irq_recoveries $r0 -> $r1)" \
+	not_ok "the model dropped interrupts ($D0 -> $D1) and the poll recovered them (irq_recoveries $R0 -> $R1)" \
 		"a: $(mit a)" "b: $(mit b)" "$(nhi_stats a)" "$(nhi_stats b)"
 fi
 

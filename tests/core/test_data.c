@@ -206,7 +206,10 @@ END_TEST
 
 /* ---- E2E ---- */
 
-static uint32_t credits_for(uint16_t hop)
+/* Credits granted on @hop by the CREDIT messages so far, in order; with
+ * @from_sync, as the sender counts them: a credit sync (0 credits)
+ * starts over. */
+static uint32_t credit_sum(uint16_t hop, bool from_sync)
 {
 	uint32_t sum = 0;
 
@@ -217,10 +220,22 @@ static uint32_t credits_for(uint16_t hop)
 			continue;
 		ck_assert_uint_eq(H.msgs[i].len, sizeof(c));
 		memcpy(&c, H.msgs[i].body, sizeof(c));
-		if (c.hopid == hop)
-			sum += c.credits;
+		if (c.hopid != hop)
+			continue;
+		sum = (c.credits || !from_sync) ? sum + c.credits : 0;
 	}
 	return sum;
+}
+
+static uint32_t credits_for(uint16_t hop)
+{
+	return credit_sum(hop, false);
+}
+
+/* the sender's window */
+static uint32_t window_for(uint16_t hop)
+{
+	return credit_sum(hop, true);
 }
 
 START_TEST(e2e_rx_grants_credits)
@@ -421,25 +436,6 @@ START_TEST(e2e_credits_batched)
 	ck_assert_uint_eq(st()->credits_sent, 49);
 }
 END_TEST
-
-/* The sender's view of what the receiver granted on @hop: the CREDIT
- * messages in order, a credit sync (0 credits) starting over. */
-static uint32_t window_for(uint16_t hop)
-{
-	uint32_t sum = 0;
-
-	for (unsigned int i = 0; i < H.nmsgs; i++) {
-		struct odl_link_credit c;
-
-		if (H.msgs[i].type != ODL_LINK_CREDIT)
-			continue;
-		memcpy(&c, H.msgs[i].body, sizeof(c));
-		if (c.hopid != hop)
-			continue;
-		sum = c.credits ? sum + c.credits : 0;
-	}
-	return sum;
-}
 
 static void e2e_rx_ring_up(unsigned int buffers)
 {
