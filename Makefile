@@ -27,6 +27,12 @@ deps:
 # unit tests need Check, lcov and python3 from Debian: install them first
 unit coverage: deps
 
+# Check's flags, looked up when a recipe runs (not when make reads this file:
+# on a fresh machine `deps` installs Check first); the fallback is what
+# Debian's static libcheck needs
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
+
 include $(wildcard $(TOP)/mk/*.mk)
 
 test: unit sim-test

@@ -16,8 +16,6 @@ SIM_HDRS  := $(wildcard $(SIM_DIR)/*.h)
 SIM_CFLAGS := $(CFLAGS_COMMON) -I$(SIM_DIR)
 SIM_SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
                  -fno-sanitize-recover=all
-SIM_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-SIM_CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 # Executables others (harness) can rely on.
 SIM_CABLE := $(SIM_BUILD)/cable
@@ -45,13 +43,13 @@ $(SIM_CAPTURE_SAMPLE): $(SIM_DIR)/odl-capture-sample.c $(SIM_LIB_SRCS) $(SIM_HDR
 
 $(SIM_BUILD)/test_link: $(TOP)/tests/test_link.c $(SIM_LIB_SRCS) $(SIM_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(SIM_CFLAGS) $(SIM_CHECK_CFLAGS) -o $@ $(TOP)/tests/test_link.c \
-		$(SIM_LIB_SRCS) $(SIM_CHECK_LIBS)
+	$(CC) $(SIM_CFLAGS) $(CHECK_CFLAGS) -o $@ $(TOP)/tests/test_link.c \
+		$(SIM_LIB_SRCS) $(CHECK_LIBS)
 
 $(SIM_BUILD)/test_link-asan: $(TOP)/tests/test_link.c $(SIM_LIB_SRCS) $(SIM_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(SIM_CFLAGS) -O1 $(SIM_SAN_FLAGS) $(SIM_CHECK_CFLAGS) -o $@ \
-		$(TOP)/tests/test_link.c $(SIM_LIB_SRCS) $(SIM_CHECK_LIBS)
+	$(CC) $(SIM_CFLAGS) -O1 $(SIM_SAN_FLAGS) $(CHECK_CFLAGS) -o $@ \
+		$(TOP)/tests/test_link.c $(SIM_LIB_SRCS) $(CHECK_LIBS)
 
 unit-sim-tests: $(SIM_TESTS)
 	$(SIM_BUILD)/test_link

@@ -21,10 +21,8 @@ UNIT_TEST_SRCS    := $(sort $(wildcard $(UNIT_TEST_DIR)/*.c))
 UNIT_HDRS         := $(wildcard $(UNIT_CORE_SRC_DIR)/*.h) $(TOP)/sim/odl_link.h \
                      $(wildcard $(UNIT_TEST_DIR)/*.h) $(TOP)/mk/unit.mk
 
-UNIT_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-UNIT_CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 UNIT_CFLAGS       := $(CFLAGS_COMMON) -I$(UNIT_CORE_SRC_DIR) -I$(TOP)/sim \
-                     -I$(UNIT_TEST_DIR) $(UNIT_CHECK_CFLAGS)
+                     -I$(UNIT_TEST_DIR)
 UNIT_SAN_FLAGS    := -fsanitize=address,undefined -fno-omit-frame-pointer \
                      -fno-sanitize-recover=all
 
@@ -37,14 +35,14 @@ UNIT_$(1)_TESTS := $$(patsubst $(UNIT_TEST_DIR)/%.c,$(UNIT_OUT)/$(1)/t/%.o,$(UNI
 
 $(UNIT_OUT)/$(1)/core/%.o: $(UNIT_CORE_SRC_DIR)/%.c $(UNIT_HDRS)
 	@mkdir -p $$(@D)
-	$(CC) $(UNIT_CFLAGS) $(2) -c -o $$@ $$<
+	$(CC) $(UNIT_CFLAGS) $$(CHECK_CFLAGS) $(2) -c -o $$@ $$<
 
 $(UNIT_OUT)/$(1)/t/%.o: $(UNIT_TEST_DIR)/%.c $(UNIT_HDRS)
 	@mkdir -p $$(@D)
-	$(CC) $(UNIT_CFLAGS) $(2) -c -o $$@ $$<
+	$(CC) $(UNIT_CFLAGS) $$(CHECK_CFLAGS) $(2) -c -o $$@ $$<
 
 $(UNIT_OUT)/$(1)/test_core: $$(UNIT_$(1)_CORE) $$(UNIT_$(1)_TESTS)
-	$(CC) $(UNIT_CFLAGS) $(2) -o $$@ $$^ $(UNIT_CHECK_LIBS)
+	$(CC) $(UNIT_CFLAGS) $(2) -o $$@ $$^ $$(CHECK_LIBS)
 
 endef
 

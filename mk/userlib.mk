@@ -35,8 +35,6 @@ USERLIB_CFLAGS := $(CFLAGS_COMMON) -I$(USERLIB_DIR)/include -I$(USERLIB_DIR) \
 USERLIB_LIBFLAGS := -fPIC -fvisibility=hidden
 USERLIB_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
                -fno-sanitize-recover=all
-USERLIB_CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-USERLIB_CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 USERLIB_LDLIBS := -pthread -lrt -lm
 
 .PHONY: userlib unit-userlib unit-userlib-plain unit-userlib-asan \
@@ -111,10 +109,10 @@ $(USERLIB_OUT)/$(1)/lib/cli.o: $(USERLIB_CLI) $(USERLIB_HDRS)
 
 $(USERLIB_OUT)/$(1)/t/%.o: $(USERLIB_TDIR)/%.c $(USERLIB_HDRS) $(USERLIB_THDRS)
 	@mkdir -p $$(@D)
-	$(CC) $(USERLIB_CFLAGS) $(USERLIB_CHECK_CFLAGS) $(2) -c -o $$@ $$<
+	$(CC) $(USERLIB_CFLAGS) $$(CHECK_CFLAGS) $(2) -c -o $$@ $$<
 
 $(USERLIB_OUT)/$(1)/test_userlib: $$(USERLIB_$(1)_LOBJS) $$(USERLIB_$(1)_TOBJS)
-	$(CC) $(USERLIB_CFLAGS) $(2) -o $$@ $$^ $(USERLIB_CHECK_LIBS) $(USERLIB_LDLIBS)
+	$(CC) $(USERLIB_CFLAGS) $(2) -o $$@ $$^ $$(CHECK_LIBS) $(USERLIB_LDLIBS)
 
 $(USERLIB_OUT)/$(1)/odl_tb5_cli: $$(USERLIB_$(1)_LOBJS) $(USERLIB_OUT)/$(1)/lib/cli.o
 	$(CC) $(USERLIB_CFLAGS) $(2) -o $$@ $$^ $(USERLIB_LDLIBS)
