@@ -14,6 +14,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/poll.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -341,7 +342,8 @@ static int odl_region(struct odl_file *f, u32 flags, u32 id, bool tx,
  * from being released).
  */
 static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
-		       u32 dst_port, u64 offset, u64 length, u64 cookie)
+		       u32 dst_port, u64 offset, u64 length, u64 cookie,
+		       u32 key)
 {
 	struct odl_region reg;
 	struct odl_send *s;
@@ -357,6 +359,9 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	port = READ_ONCE(f->port);
 	if (!port)
 		return -EDESTADDRREQ;
+	/* a key means nothing to a peer that did not agree to keys */
+	if (key && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_KEYED))
+		return -EOPNOTSUPP;
 	ret = odl_region(f, flags, buf_id, true, offset, length, &reg);
 	if (ret)
 		return ret;
@@ -371,6 +376,7 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	s->dst_port = dst_port;
 	s->src_port = port;
 	s->cookie = cookie;
+	s->key = key;
 	ret = odl_queue_send(f->dev, s);
 	if (ret)
 		kfree(s);
@@ -379,7 +385,7 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 
 /* One RECV (f->mutex held). */
 static int odl_do_recv(struct odl_file *f, u32 flags, u32 buf_id,
-		       u64 offset, u64 capacity, u64 cookie)
+		       u64 offset, u64 capacity, u64 cookie, u32 key)
 {
 	struct odl_dev *dev = f->dev;
 	struct odl_region reg;
@@ -401,23 +407,29 @@ static int odl_do_recv(struct odl_file *f, u32 flags, u32 buf_id,
 	r->dst = reg.base;
 	r->capacity = capacity;
 	r->cookie = cookie;
+	r->key = key;
 
 	spin_lock(&dev->lock);
 	if (dev->gone)
 		ret = -ENODEV;
 	else if (f->recvs_out >= ODL_TB5_MAX_OUTSTANDING)
 		ret = -EAGAIN;
-	if (ret) {
-		spin_unlock(&dev->lock);
-		kfree(r);
-		return ret;
+	if (!ret) {
+		/* counted first: a waiting message may complete it at once */
+		f->recvs_out++;
+		if (r->dmabuf)
+			r->dmabuf->users++;
+		ret = odl_post_recv(dev, f, r);
+		if (ret) {
+			f->recvs_out--;
+			if (r->dmabuf)
+				r->dmabuf->users--;
+		}
 	}
-	f->recvs_out++;
-	if (r->dmabuf)
-		r->dmabuf->users++;
-	odl_post_recv(dev, f, r);
 	spin_unlock(&dev->lock);
-	return 0;
+	if (ret)
+		kfree(r);
+	return ret;
 }
 
 static long odl_ioc_send(struct odl_file *f, unsigned long arg)
@@ -429,9 +441,11 @@ static long odl_ioc_send(struct odl_file *f, unsigned long arg)
 	ret = odl_copy_in(&sd, sizeof(sd), ODL_TB5_SEND_SIZE_VER0, arg, &usize);
 	if (ret)
 		return ret;
+	if (sd.reserved)
+		return -EINVAL;
 	mutex_lock(&f->mutex);
 	ret = odl_do_send(f, sd.flags, sd.buf_id, sd.dst_port, sd.offset,
-			  sd.length, sd.cookie);
+			  sd.length, sd.cookie, sd.key);
 	mutex_unlock(&f->mutex);
 	return ret;
 }
@@ -445,11 +459,9 @@ static long odl_ioc_recv(struct odl_file *f, unsigned long arg)
 	ret = odl_copy_in(&rv, sizeof(rv), ODL_TB5_RECV_SIZE_VER0, arg, &usize);
 	if (ret)
 		return ret;
-	if (rv.reserved)
-		return -EINVAL;
 	mutex_lock(&f->mutex);
 	ret = odl_do_recv(f, rv.flags, rv.buf_id, rv.offset, rv.capacity,
-			  rv.cookie);
+			  rv.cookie, rv.key);
 	mutex_unlock(&f->mutex);
 	return ret;
 }
@@ -464,12 +476,12 @@ static int odl_submit_one(struct odl_file *f, const struct odl_tb5_sqe *e)
 	switch (e->op) {
 	case ODL_TB5_SQE_SEND:
 		return odl_do_send(f, e->flags, e->buf_id, e->dst_port,
-				   e->offset, e->length, e->cookie);
+				   e->offset, e->length, e->cookie, e->key);
 	case ODL_TB5_SQE_RECV:
 		if (e->dst_port)
 			return -EINVAL;
 		return odl_do_recv(f, e->flags, e->buf_id, e->offset,
-				   e->length, e->cookie);
+				   e->length, e->cookie, e->key);
 	default:
 		return -EINVAL;
 	}
@@ -708,15 +720,41 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	return 0;
 }
 
+static void odl_memreg_free(struct odl_dmabuf *d)
+{
+	vunmap((void *)((unsigned long)d->vaddr & PAGE_MASK));
+	unpin_user_pages_dirty_lock(d->pages, d->npages,
+				    d->flags & ODL_TB5_MEM_RX);
+	account_locked_vm(d->mm, d->npages, false);
+	mmdrop(d->mm);
+	kvfree(d->pages);
+	kfree(d);
+}
+
 static void odl_dmabuf_free(struct odl_dmabuf *d)
 {
 	struct iosys_map map = IOSYS_MAP_INIT_VADDR(d->vaddr);
 
+	if (d->pages) {
+		odl_memreg_free(d);
+		return;
+	}
 	odl_dma_buf_vunmap(d->buf, &map);
 	odl_dma_buf_unmap(d->attach, d->sgt, DMA_BIDIRECTIONAL);
 	dma_buf_detach(d->buf, d->attach);
 	dma_buf_put(d->buf);
 	kfree(d);
+}
+
+/* a free handle slot (f->mutex held), or ODL_TB5_MAX_DMABUFS */
+static u32 odl_free_handle(struct odl_file *f)
+{
+	u32 slot;
+
+	for (slot = 0; slot < ODL_TB5_MAX_DMABUFS; slot++)
+		if (!f->dmabufs[slot])
+			break;
+	return slot;
 }
 
 static long odl_ioc_dmabuf_import(struct odl_file *f, unsigned long arg)
@@ -739,9 +777,7 @@ static long odl_ioc_dmabuf_import(struct odl_file *f, unsigned long arg)
 		return -EBADF;
 
 	mutex_lock(&f->mutex);
-	for (slot = 0; slot < ODL_TB5_MAX_DMABUFS; slot++)
-		if (!f->dmabufs[slot])
-			break;
+	slot = odl_free_handle(f);
 	if (slot == ODL_TB5_MAX_DMABUFS) {
 		ret = -ENOSPC;
 		goto out;
@@ -805,6 +841,114 @@ out:
 	return ret;
 }
 
+/*
+ * Pin [addr, addr + length) of the caller's memory and map it for the
+ * kernel: SEND/RECV then copy straight between these pages and the ring
+ * frames, as for a DMA-buf (the NHI never sees them).
+ */
+static long odl_ioc_mem_reg(struct odl_file *f, unsigned long arg)
+{
+	struct odl_tb5_mem_reg mr;
+	unsigned long start, npages;
+	struct odl_dmabuf *d;
+	u32 usize, slot;
+	void *base;
+	int ret, got;
+
+	ret = odl_copy_in(&mr, sizeof(mr), ODL_TB5_MEM_REG_SIZE_VER0, arg,
+			  &usize);
+	if (ret)
+		return ret;
+	if (!mr.flags || (mr.flags & ~(ODL_TB5_MEM_TX | ODL_TB5_MEM_RX)) ||
+	    mr.handle || mr.reserved || !mr.addr || !mr.length ||
+	    mr.length > ODL_TB5_MAX_MEM_REG ||
+	    mr.addr + mr.length < mr.addr)
+		return -EINVAL;
+	if (!access_ok(u64_to_user_ptr(mr.addr), mr.length))
+		return -EFAULT;
+	start = mr.addr & PAGE_MASK;
+	npages = (PAGE_ALIGN(mr.addr + mr.length) - start) >> PAGE_SHIFT;
+
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return -ENOMEM;
+	d->pages = kvcalloc(npages, sizeof(*d->pages), GFP_KERNEL);
+	if (!d->pages) {
+		kfree(d);
+		return -ENOMEM;
+	}
+	d->mm = current->mm;
+	mmgrab(d->mm);
+	ret = account_locked_vm(d->mm, npages, true);
+	if (ret)
+		goto err_mm;
+	/* writable even for send-only use: the pages must be private to
+	 * the process (no copy-on-write behind our mapping)
+	 */
+	got = pin_user_pages_fast(start, npages, FOLL_WRITE | FOLL_LONGTERM,
+				  d->pages);
+	if (got != npages) {
+		if (got > 0)
+			unpin_user_pages(d->pages, got);
+		ret = got < 0 ? got : -EFAULT;
+		goto err_account;
+	}
+	base = vmap(d->pages, npages, VM_MAP, PAGE_KERNEL);
+	if (!base) {
+		unpin_user_pages(d->pages, npages);
+		ret = -ENOMEM;
+		goto err_account;
+	}
+	d->npages = npages;
+	d->vaddr = base + offset_in_page(mr.addr);
+	d->len = mr.length;
+	d->flags = mr.flags;
+
+	mutex_lock(&f->mutex);
+	slot = odl_free_handle(f);
+	if (slot == ODL_TB5_MAX_DMABUFS) {
+		mutex_unlock(&f->mutex);
+		odl_memreg_free(d);
+		return -ENOSPC;
+	}
+	mr.handle = slot + 1;
+	ret = odl_copy_out(arg, &mr, sizeof(mr), usize);
+	if (ret) {
+		mutex_unlock(&f->mutex);
+		odl_memreg_free(d);
+		return ret;
+	}
+	f->dmabufs[slot] = d;
+	mutex_unlock(&f->mutex);
+	return 0;
+
+err_account:
+	account_locked_vm(d->mm, npages, false);
+err_mm:
+	mmdrop(d->mm);
+	kvfree(d->pages);
+	kfree(d);
+	return ret == -EFAULT || ret == -ENOMEM ? ret : -EFAULT;
+}
+
+static long odl_ioc_cancel(struct odl_file *f, unsigned long arg)
+{
+	struct odl_tb5_cancel cn;
+	u32 usize;
+	int ret;
+
+	ret = odl_copy_in(&cn, sizeof(cn), ODL_TB5_CANCEL_SIZE_VER0, arg,
+			  &usize);
+	if (ret)
+		return ret;
+	if (cn.flags || cn.reserved || !cn.key)
+		return -EINVAL;
+	spin_lock(&f->dev->lock);
+	ret = odl_cancel_recv(f->dev, f, cn.key);
+	spin_unlock(&f->dev->lock);
+	return ret;
+}
+
 static long odl_ioc_dmabuf_release(struct odl_file *f, unsigned long arg)
 {
 	struct odl_tb5_dmabuf_release rl;
@@ -855,6 +999,8 @@ static long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return odl_ioc_stats(f, arg);
 	case _IOC_NR(ODL_TB5_IOC_DMABUF_RELEASE):
 		return odl_ioc_dmabuf_release(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_CANCEL):
+		return odl_ioc_cancel(f, arg);
 	}
 	if (gone)
 		return -ENODEV;
@@ -871,6 +1017,8 @@ static long odl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return odl_ioc_dmabuf_import(f, arg);
 	case _IOC_NR(ODL_TB5_IOC_SUBMIT):
 		return odl_ioc_submit(f, arg);
+	case _IOC_NR(ODL_TB5_IOC_MEM_REG):
+		return odl_ioc_mem_reg(f, arg);
 	}
 	return -ENOTTY;
 }
@@ -897,6 +1045,7 @@ static int odl_open(struct inode *inode, struct file *file)
 	mutex_init(&f->mutex);
 	init_waitqueue_head(&f->wq);
 	INIT_LIST_HEAD(&f->recvs);
+	INIT_LIST_HEAD(&f->krecvs);
 	INIT_LIST_HEAD(&f->pending);
 
 	mutex_lock(&odl_slots_lock);

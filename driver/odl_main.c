@@ -202,7 +202,7 @@ static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
 static u32 odl_local_features(const struct odl_dev *dev)
 {
 	return (dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS |
-	       ODL_TB5_FEAT_RX_READY;
+	       ODL_TB5_FEAT_RX_READY | ODL_TB5_FEAT_KEYED;
 }
 
 /* ---------------------------------------------------------------------
@@ -282,19 +282,41 @@ static void odl_send_done(struct odl_dev *dev, struct odl_send *s)
 	kfree(s);
 }
 
-static struct odl_recv *odl_take_recv(struct odl_file *f)
+/* the keyed RECV posted with @key, or NULL */
+static struct odl_recv *odl_find_krecv(struct odl_file *f, u32 key)
 {
 	struct odl_recv *r;
 
-	r = list_first_entry_or_null(&f->recvs, struct odl_recv, list);
+	list_for_each_entry(r, &f->krecvs, list)
+		if (r->key == key)
+			return r;
+	return NULL;
+}
+
+/* The RECV a message with @key goes to, taken off its list: the oldest
+ * unkeyed one for key 0, else the one posted with that key.
+ */
+static struct odl_recv *odl_take_recv(struct odl_file *f, u32 key)
+{
+	struct odl_recv *r;
+
+	if (key)
+		r = odl_find_krecv(f, key);
+	else
+		r = list_first_entry_or_null(&f->recvs, struct odl_recv, list);
 	if (r)
 		list_del(&r->list);
 	return r;
 }
 
+static bool odl_has_recv(struct odl_file *f, u32 key)
+{
+	return key ? !!odl_find_krecv(f, key) : !list_empty(&f->recvs);
+}
+
 /* Report a failed message to the file bound to @port. */
 static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
-			      int status)
+			      u32 key, int status)
 {
 	struct odl_file *f = port <= ODL_TB5_MAX_PORT ? dev->ports[port] : NULL;
 	struct odl_pending *p;
@@ -304,7 +326,7 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 		dev->stats.drops++;
 		return;
 	}
-	r = odl_take_recv(f);
+	r = odl_take_recv(f, key);
 	if (r) {
 		odl_recv_done(dev, r, status, 0, src_port);
 		return;
@@ -320,21 +342,26 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 	}
 	p->status = status;
 	p->src_port = src_port;
+	p->key = key;
 	list_add_tail(&p->list, &f->pending);
 	dev->pending_count++;
 }
 
-/* Hand waiting messages to posted RECVs, oldest to oldest, so delivery
- * stays in arrival order (dev->lock held).
+/* Hand waiting messages to posted RECVs: unkeyed ones oldest to oldest,
+ * so delivery stays in arrival order, keyed ones to the RECV with their
+ * key (dev->lock held).
  */
 static void odl_match_pending(struct odl_dev *dev, struct odl_file *f)
 {
-	struct odl_pending *p;
+	struct odl_pending *p, *pn;
 	struct odl_recv *r;
 
-	while (!list_empty(&f->pending) && !list_empty(&f->recvs)) {
-		p = list_first_entry(&f->pending, struct odl_pending, list);
-		r = odl_take_recv(f);
+	list_for_each_entry_safe(p, pn, &f->pending, list) {
+		if (!p->key && list_empty(&f->recvs))
+			continue;
+		r = odl_take_recv(f, p->key);
+		if (!r)
+			continue;
 		list_del(&p->list);
 		dev->pending_count--;
 		dev->pending_bytes -= p->len;
@@ -425,7 +452,7 @@ static void odl_tx_pump(struct odl_dev *dev)
 		h->dst_port = cpu_to_le16(s->dst_port);
 		h->src_port = cpu_to_le16(s->src_port);
 		h->payload_len = cpu_to_le32(chunk);
-		h->reserved = 0;
+		h->key = cpu_to_le32(s->key);
 		memcpy(fr->buf + ODL_HDR_SIZE, s->src + s->pos, chunk);
 
 		/* a 4096-byte frame is encoded as size 0 */
@@ -531,7 +558,8 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 			kvfree(dev->rx.stage);
 			if (status)
 				odl_deliver_error(dev, dev->rx.dst_port,
-						  dev->rx.src_port, status);
+						  dev->rx.src_port,
+						  dev->rx.key, status);
 			else
 				dev->stats.drops++;
 			break;
@@ -545,6 +573,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		p->data = dev->rx.stage;
 		p->len = dev->rx.len;
 		p->src_port = dev->rx.src_port;
+		p->key = dev->rx.key;
 		list_add_tail(&p->list, &f->pending);
 		dev->pending_count++;
 		dev->pending_bytes += p->len;
@@ -579,7 +608,7 @@ static void odl_rx_abort(struct odl_dev *dev, int status, bool lost_frames)
 
 /* Choose where a new message goes (dev->lock held, may drop it). */
 static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
-			 u32 msg_len, u16 dst, u16 src)
+			 u32 msg_len, u16 dst, u16 src, u32 key)
 {
 	struct odl_file *f = dev->ports[dst];
 	struct odl_recv *r;
@@ -591,13 +620,14 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	dev->rx.pos = 0;
 	dev->rx.dst_port = dst;
 	dev->rx.src_port = src;
+	dev->rx.key = key;
 	dev->rx.target = ODL_RX_DISCARD;
 
 	if (!f) {
 		dev->stats.drops++;
 		return;
 	}
-	r = odl_take_recv(f);
+	r = odl_take_recv(f, key);
 	if (r) {
 		if (r->capacity < msg_len) {
 			odl_recv_done(dev, r, -EMSGSIZE, msg_len, src);
@@ -629,13 +659,14 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 }
 
 /* Would the message starting with this frame have to wait: its port is
- * bound, has no RECV posted and the pending queue is full?
+ * bound, has no RECV posted for it and the pending queue is full?
  */
-static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len)
+static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
+			     u32 key)
 {
 	struct odl_file *f = dev->ports[dst];
 
-	return f && list_empty(&f->recvs) &&
+	return f && !odl_has_recv(f, key) &&
 	       (dev->pending_count >= ODL_PENDING_MAX ||
 		dev->pending_bytes + msg_len > ODL_PENDING_BYTES);
 }
@@ -649,7 +680,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 {
 	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
 	struct odl_frame_hdr h;
-	u32 seq, msg_len, off, plen, msg_id;
+	u32 seq, msg_len, off, plen, msg_id, key;
 	u16 dst, src;
 	bool last;
 	u8 *dstp;
@@ -673,8 +704,12 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	plen = le32_to_cpu(h.payload_len);
 	dst = le16_to_cpu(h.dst_port);
 	src = le16_to_cpu(h.src_port);
+	key = le32_to_cpu(h.key);
 	last = fr->frame.eof == ODL_PDF_EOF_LAST;
-	if (le32_to_cpu(h.magic) != ODL_FRAME_MAGIC || h.reserved ||
+	/* keys only from a peer that agreed to them */
+	if (key && !(READ_ONCE(dev->features) & ODL_TB5_FEAT_KEYED))
+		goto bad;
+	if (le32_to_cpu(h.magic) != ODL_FRAME_MAGIC ||
 	    plen != size - ODL_HDR_SIZE || !msg_len || msg_len > ODL_MAX_MSG ||
 	    off >= msg_len || plen > msg_len - off ||
 	    last != (off + plen == msg_len) ||
@@ -683,7 +718,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 
 	if (!force && !dev->rx.active && !off &&
 	    (!dev->rx.seq_valid || seq == dev->rx.expect_seq) &&
-	    odl_rx_must_wait(dev, dst, msg_len)) {
+	    odl_rx_must_wait(dev, dst, msg_len, key)) {
 		/* held, not processed: counted when it is (replay) */
 		dev->stats.rx_frames--;
 		return true;
@@ -701,14 +736,14 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	if (dev->rx.active &&
 	    (off == 0 || msg_id != dev->rx.msg_id || msg_len != dev->rx.len ||
 	     off != dev->rx.pos || dst != dev->rx.dst_port ||
-	     src != dev->rx.src_port)) {
+	     src != dev->rx.src_port || key != dev->rx.key)) {
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, false);
 	}
 	if (!dev->rx.active) {
 		if (off) {
 			/* the start of this message was lost */
-			odl_deliver_error(dev, dst, src, -EPROTO);
+			odl_deliver_error(dev, dst, src, key, -EPROTO);
 			dev->rx.active = true;
 			dev->rx.target = ODL_RX_DISCARD;
 			dev->rx.msg_id = msg_id;
@@ -716,8 +751,9 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 			dev->rx.pos = off;
 			dev->rx.dst_port = dst;
 			dev->rx.src_port = src;
+			dev->rx.key = key;
 		} else {
-			odl_rx_start(dev, &h, msg_len, dst, src);
+			odl_rx_start(dev, &h, msg_len, dst, src, key);
 			if (!dev->connected)
 				return false;
 		}
@@ -868,13 +904,34 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 		odl_rx_repost(dev, fr);
 }
 
-void odl_post_recv(struct odl_dev *dev, struct odl_file *f,
-		   struct odl_recv *r)
+int odl_post_recv(struct odl_dev *dev, struct odl_file *f,
+		  struct odl_recv *r)
 {
 	/* dev->lock held; a waiting message is delivered at once */
-	list_add_tail(&r->list, &f->recvs);
+	if (r->key) {
+		if (odl_find_krecv(f, r->key) ||
+		    (dev->rx.target == ODL_RX_RECV &&
+		     dev->rx.recv->file == f && dev->rx.recv->key == r->key))
+			return -EEXIST;
+		list_add_tail(&r->list, &f->krecvs);
+	} else {
+		list_add_tail(&r->list, &f->recvs);
+	}
 	odl_match_pending(dev, f);
 	odl_rx_kick(dev);
+	return 0;
+}
+
+/* Withdraw the keyed RECV posted with @key (dev->lock held). */
+int odl_cancel_recv(struct odl_dev *dev, struct odl_file *f, u32 key)
+{
+	struct odl_recv *r = odl_find_krecv(f, key);
+
+	if (!r)
+		return -ENOENT;
+	list_del(&r->list);
+	odl_recv_done(dev, r, -ECANCELED, 0, 0);
+	return 0;
 }
 
 /* A file goes away: unbind it and cut every tie the data path has to it
@@ -894,6 +951,10 @@ void odl_file_detach(struct odl_dev *dev, struct odl_file *f)
 		dev->rx.target = ODL_RX_DISCARD;
 	}
 	list_for_each_entry_safe(r, rn, &f->recvs, list) {
+		list_del(&r->list);
+		odl_recv_done(dev, r, -ECANCELED, 0, 0);
+	}
+	list_for_each_entry_safe(r, rn, &f->krecvs, list) {
 		list_del(&r->list);
 		odl_recv_done(dev, r, -ECANCELED, 0, 0);
 	}

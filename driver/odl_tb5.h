@@ -53,7 +53,7 @@ struct odl_frame_hdr {
 	__le16 dst_port;
 	__le16 src_port;
 	__le32 payload_len;	/* bytes after this header */
-	__le32 reserved;
+	__le32 key;		/* 0, or the receiver's RECV key (FEAT_KEYED) */
 };
 
 #define ODL_HDR_SIZE		sizeof(struct odl_frame_hdr)
@@ -89,18 +89,20 @@ struct odl_send {
 	u32 msg_id;
 	u16 dst_port;
 	u16 src_port;
+	u32 key;			/* 0: in order; else the peer RECV's */
 	u32 inflight;			/* frames on the ring */
 	int status;
 	u64 cookie;
 };
 
 struct odl_recv {
-	struct list_head list;		/* file->recvs */
+	struct list_head list;		/* file->recvs, keyed: file->krecvs */
 	struct odl_file *file;
 	struct odl_dmabuf *dmabuf;
 	u8 *dst;
 	u64 capacity;
 	u64 cookie;
+	u32 key;
 };
 
 /* A complete message (or an error) waiting for a RECV to be posted. */
@@ -109,13 +111,18 @@ struct odl_pending {
 	void *data;
 	u32 len;
 	u16 src_port;
+	u32 key;
 	int status;
 };
 
+/* A handle: an imported DMA-buf, or (1.4, buf NULL) pinned user memory. */
 struct odl_dmabuf {
 	struct dma_buf *buf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
+	struct page **pages;		/* MEM_REG: the pinned pages */
+	unsigned long npages;
+	struct mm_struct *mm;		/* MEM_REG: charged for locked_vm */
 	void *vaddr;
 	u64 len;
 	u32 flags;
@@ -271,6 +278,7 @@ struct odl_dev {
 		u32 pos;
 		u16 dst_port;
 		u16 src_port;
+		u32 key;
 		struct odl_recv *recv;
 		u8 *stage;
 	} rx;
@@ -294,6 +302,7 @@ struct odl_file {
 	/* below: dev->lock */
 	u32 port;
 	struct list_head recvs;
+	struct list_head krecvs;	/* keyed RECVs (1.4) */
 	struct list_head pending;
 	u32 sends_out;
 	u32 recvs_out;
@@ -316,8 +325,9 @@ extern unsigned int odl_busy_poll;
 u32 odl_e2e_setting(void);
 void odl_dev_put(struct odl_dev *dev);
 int odl_queue_send(struct odl_dev *dev, struct odl_send *s);
-void odl_post_recv(struct odl_dev *dev, struct odl_file *f,
-		   struct odl_recv *r);
+int odl_post_recv(struct odl_dev *dev, struct odl_file *f,
+		  struct odl_recv *r);
+int odl_cancel_recv(struct odl_dev *dev, struct odl_file *f, u32 key);
 void odl_file_detach(struct odl_dev *dev, struct odl_file *f);
 void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 		 u64 len, u32 src_port, u32 flags);

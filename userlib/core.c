@@ -135,12 +135,13 @@ ODL_EXPORT const char *odl_tb5_strerror(int err)
 	case EMSGSIZE: return "message too large (for the transport or the posted receive buffer)";
 	case EBUSY: return "busy (buffer in use by a queued operation, or endpoint already open)";
 	case EADDRINUSE: return "port already in use on this device";
-	case ENOTSUP: return "operation not supported by this backend";
+	case ENOTSUP: return "operation not supported (by this backend, the driver or the peer)";
 	case EPROTO: return "protocol error (incompatible version or malformed data from the peer)";
 	case ENOSPC: return "buffer area exhausted";
 	case EBADMSG: return "message lost or corrupted in transit (detected by the transport)";
 	case ENOMEM: return "out of memory";
 	case ECANCELED: return "operation cancelled";
+	case EEXIST: return "a receive with this key is already posted";
 	case EIO: return "I/O error";
 	case EACCES: return "permission denied";
 	case EBADF: return "bad file descriptor";
@@ -426,18 +427,25 @@ ODL_EXPORT int odl_tb5_buf_alloc(odl_tb5_t *h, size_t size, uint32_t flags,
 	return ret(r);
 }
 
-ODL_EXPORT int odl_tb5_buf_register(odl_tb5_t *h, void *addr, size_t size,
-				    uint32_t *id)
+ODL_EXPORT int odl_tb5_buf_register_flags(odl_tb5_t *h, void *addr, size_t size,
+					  uint32_t flags, uint32_t *id)
 {
 	int r;
 
 	if (!h || !addr || !id || size == 0 ||
-	    (uintptr_t)addr + size < (uintptr_t)addr)
+	    (uintptr_t)addr + size < (uintptr_t)addr ||
+	    (flags & ~ODL_TB5_REG_DIRECT))
 		return fail(EINVAL);
 	pthread_mutex_lock(&h->lock);
-	r = buf_new(h, ODL_BUF_REG, addr, size, 0, -1, 0, id);
+	r = buf_new(h, ODL_BUF_REG, addr, size, flags, -1, 0, id);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
+}
+
+ODL_EXPORT int odl_tb5_buf_register(odl_tb5_t *h, void *addr, size_t size,
+				    uint32_t *id)
+{
+	return odl_tb5_buf_register_flags(h, addr, size, 0, id);
 }
 
 ODL_EXPORT int odl_tb5_buf_import_dmabuf(odl_tb5_t *h, int fd, uint64_t offset,
@@ -515,8 +523,9 @@ static void count_err(struct odl_tb5 *h, int r)
 		h->st.timeouts++;
 }
 
-ODL_EXPORT int odl_tb5_send(odl_tb5_t *h, uint32_t id, uint64_t off, uint64_t len,
-			    uint64_t cookie, uint32_t flags)
+ODL_EXPORT int odl_tb5_send_key(odl_tb5_t *h, uint32_t id, uint64_t off,
+				uint64_t len, uint32_t key, uint64_t cookie,
+				uint32_t flags)
 {
 	int r;
 
@@ -525,7 +534,32 @@ ODL_EXPORT int odl_tb5_send(odl_tb5_t *h, uint32_t id, uint64_t off, uint64_t le
 	pthread_mutex_lock(&h->lock);
 	r = check_op(h, id, off, len, flags);
 	if (!r)
-		r = h->be->send(h, id, off, len, cookie, flags);
+		r = h->be->send(h, id, off, len, key, cookie, flags);
+	if (!r)
+		h->bufs[id].users++;
+	count_err(h, r);
+	pthread_mutex_unlock(&h->lock);
+	return ret(r);
+}
+
+ODL_EXPORT int odl_tb5_send(odl_tb5_t *h, uint32_t id, uint64_t off, uint64_t len,
+			    uint64_t cookie, uint32_t flags)
+{
+	return odl_tb5_send_key(h, id, off, len, 0, cookie, flags);
+}
+
+ODL_EXPORT int odl_tb5_post_recv_key(odl_tb5_t *h, uint32_t id, uint64_t off,
+				     uint64_t cap, uint32_t key, uint64_t cookie,
+				     uint32_t flags)
+{
+	int r;
+
+	if (!h)
+		return fail(EINVAL);
+	pthread_mutex_lock(&h->lock);
+	r = check_op(h, id, off, cap, flags);
+	if (!r)
+		r = h->be->post_recv(h, id, off, cap, key, cookie, flags);
 	if (!r)
 		h->bufs[id].users++;
 	count_err(h, r);
@@ -536,17 +570,17 @@ ODL_EXPORT int odl_tb5_send(odl_tb5_t *h, uint32_t id, uint64_t off, uint64_t le
 ODL_EXPORT int odl_tb5_post_recv(odl_tb5_t *h, uint32_t id, uint64_t off,
 				 uint64_t cap, uint64_t cookie, uint32_t flags)
 {
+	return odl_tb5_post_recv_key(h, id, off, cap, 0, cookie, flags);
+}
+
+ODL_EXPORT int odl_tb5_cancel_recv(odl_tb5_t *h, uint32_t key)
+{
 	int r;
 
-	if (!h)
+	if (!h || !key)
 		return fail(EINVAL);
 	pthread_mutex_lock(&h->lock);
-	r = check_op(h, id, off, cap, flags);
-	if (!r)
-		r = h->be->post_recv(h, id, off, cap, cookie, flags);
-	if (!r)
-		h->bufs[id].users++;
-	count_err(h, r);
+	r = h->be->cancel(h, key);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
 }

@@ -7,8 +7,11 @@
  * buffers (BUF_SETUP), maps the whole area and binds the port. Library
  * buffers are page ranges carved out of that area: a buffer allocated for
  * one direction lives in that direction's buffers (zero copy); a buffer for
- * both directions, or caller memory (buf_register), gets a range in each
- * area and the library copies through them. Driver completions carry the
+ * both directions gets a range in each area and the library copies through
+ * them. Caller memory (buf_register) is pinned by the driver (MEM_REG, ABI
+ * 1.4) and named by its handle like a DMA-buf (no copy), or, where the
+ * driver cannot pin it, copied through ranges like a buffer for both
+ * directions. Driver completions carry the
  * index of a library slot as cookie; the slot holds the caller's cookie.
  */
 #include <dirent.h>
@@ -39,12 +42,14 @@
 enum {
 	K_STATE_CONNECTED = ODL_TB5_STATE_CONNECTED,
 	K_FEAT_E2E = (int)ODL_TB5_FEAT_E2E,
+	K_FEAT_KEYED = (int)ODL_TB5_FEAT_KEYED,
 	K_MAX_OUTSTANDING = ODL_TB5_MAX_OUTSTANDING,
 };
 
 #undef ODL_TB5_STATE_CONNECTED
 #undef ODL_TB5_STATE_DISCONNECTED
 #undef ODL_TB5_FEAT_E2E
+#undef ODL_TB5_FEAT_KEYED
 #undef ODL_TB5_MAX_BUFS
 #undef ODL_TB5_MAX_PORT
 
@@ -60,6 +65,7 @@ struct kslot {
 	bool used;
 	uint32_t op;
 	uint32_t id;
+	uint32_t key;
 	uint64_t cookie, off, len;
 };
 
@@ -334,7 +340,9 @@ static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 	info->state = (uint32_t)k->state;
 	info->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD |
 		ODL_TB5_FEAT_ZEROCOPY |
-		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0);
+		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0) |
+		(ki.abi_minor >= 4 && (ki.features & K_FEAT_KEYED) ?
+		 ODL_TB5_FEAT_KEYED : 0);
 	info->tx_depth = K_MAX_OUTSTANDING;
 	info->rx_depth = K_MAX_OUTSTANDING;
 	info->max_msg_size = k->max_msg;
@@ -377,10 +385,39 @@ static int k_buf_alloc(struct odl_tb5 *h, struct odl_buf *b)
 	return 0;
 }
 
+/* sends/receives name the buffer by its driver handle: no library copy */
+static bool k_by_handle(const struct odl_buf *b)
+{
+	return b->kind == ODL_BUF_DMABUF || b->kb_pinned;
+}
+
+/* pin caller memory with the driver (ABI 1.4); false: copy through the area */
+static bool k_pin(struct kpriv *k, struct odl_buf *b)
+{
+	struct odl_tb5_mem_reg mr = {
+		.size = sizeof(mr), .flags = ODL_TB5_MEM_TX | ODL_TB5_MEM_RX,
+		.addr = (uint64_t)(uintptr_t)b->addr, .length = b->size };
+	const char *e = getenv("ODL_TB5_NO_PIN");
+
+	if (k->abi_minor < 4 || (e && *e && strcmp(e, "0")))
+		return false;
+	if (xioctl(k->fd, ODL_TB5_IOC_MEM_REG, &mr))
+		return false;
+	b->kb_handle = mr.handle;
+	b->kb_pinned = true;
+	b->tx_off = 0;		/* handle offsets start at addr */
+	b->rx_off = 0;
+	return true;
+}
+
 static int k_buf_register(struct odl_tb5 *h, struct odl_buf *b)
 {
 	struct kpriv *k = K(h);
 
+	if (k_pin(k, b))
+		return 0;
+	if (b->flags & ODL_TB5_REG_DIRECT)
+		return -EOPNOTSUPP;	/* would copy through the area */
 	b->tx_off = area_alloc(k, 0, b->size);
 	if (b->tx_off < 0)
 		return (int)b->tx_off == -EMSGSIZE ? -EINVAL : (int)b->tx_off;
@@ -425,7 +462,7 @@ static void k_buf_free(struct odl_tb5 *h, struct odl_buf *b)
 {
 	struct kpriv *k = K(h);
 
-	if (b->kind == ODL_BUF_DMABUF) {
+	if (k_by_handle(b)) {
 		struct odl_tb5_dmabuf_release rel = { .size = sizeof(rel),
 						      .handle = b->kb_handle };
 
@@ -519,7 +556,7 @@ static void k_flush(struct odl_tb5 *h)
  * flags say
  */
 static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
-		    uint64_t len, uint64_t cookie, uint32_t flags)
+		    uint64_t len, uint32_t key, uint64_t cookie, uint32_t flags)
 {
 	struct kpriv *k = K(h);
 	struct odl_buf *b = &h->bufs[id];
@@ -536,7 +573,9 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 		return -EINVAL;		/* ABI 1.0: no empty messages */
 	if (op == ODL_TB5_OP_SEND && len > k->max_msg)
 		return -EMSGSIZE;
-	if (b->kind == ODL_BUF_DMABUF) {
+	if (key && k->abi_minor < 4)
+		return -EOPNOTSUPP;	/* keys came with driver ABI 1.4 */
+	if (k_by_handle(b)) {
 		kid = b->kb_handle;
 		koff = (uint64_t)b->tx_off + off;
 		kflags = ODL_TB5_F_DMABUF;
@@ -559,36 +598,44 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 				uint8_t *src = (uint8_t *)b->addr + off;
 				uint8_t *dst = area_ptr(k, 0, loc) + off;
 
-				if (b->kind != ODL_BUF_DMABUF && src != dst)
+				if (!k_by_handle(b) && src != dst) {
 					memcpy(dst, src, len);
+					h->st.copied_bytes += len;
+				}
 			}
 			*e = (struct odl_tb5_sqe){
 				.op = op == ODL_TB5_OP_SEND ? ODL_TB5_SQE_SEND :
 							      ODL_TB5_SQE_RECV,
 				.flags = kflags, .buf_id = kid,
 				.dst_port = op == ODL_TB5_OP_SEND ? h->port : 0,
-				.offset = koff, .length = len, .cookie = (uint64_t)s };
+				.offset = koff, .length = len, .cookie = (uint64_t)s,
+				.key = key };
 			k->sq_slot[k->sq_n++] = s;
 			r = 0;
 		} else if (s >= 0) {
 			if (op == ODL_TB5_OP_SEND) {
+				/* the 1.0 size unless a key needs 1.4's */
 				struct odl_tb5_send sd = {
-					.size = sizeof(sd), .flags = kflags,
+					.size = key ? ODL_TB5_SEND_SIZE_1_4 :
+						      ODL_TB5_SEND_SIZE_VER0,
+					.flags = kflags,
 					.buf_id = kid, .dst_port = h->port,
 					.offset = koff, .length = len,
-					.cookie = (uint64_t)s };
+					.cookie = (uint64_t)s, .key = key };
 				uint8_t *src = (uint8_t *)b->addr + off;
 				uint8_t *dst = area_ptr(k, 0, loc) + off;
 
-				if (b->kind != ODL_BUF_DMABUF && src != dst)
+				if (!k_by_handle(b) && src != dst) {
 					memcpy(dst, src, len);
+					h->st.copied_bytes += len;
+				}
 				r = xioctl(k->fd, ODL_TB5_IOC_SEND, &sd);
 			} else {
 				struct odl_tb5_recv rv = {
 					.size = sizeof(rv), .flags = kflags,
 					.buf_id = kid, .offset = koff,
 					.capacity = len ? len : 1,
-					.cookie = (uint64_t)s };
+					.cookie = (uint64_t)s, .key = key };
 
 				r = xioctl(k->fd, ODL_TB5_IOC_RECV, &rv);
 			}
@@ -611,7 +658,8 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 	if (r)
 		return map_err(k, r);
 	k->slots[s] = (struct kslot){ .used = true, .op = op, .id = id,
-				      .cookie = cookie, .off = off, .len = len };
+				      .key = key, .cookie = cookie, .off = off,
+				      .len = len };
 	if (op == ODL_TB5_OP_SEND)
 		k->nsend++;
 	else
@@ -622,15 +670,38 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 }
 
 static int k_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
-		  uint64_t cookie, uint32_t flags)
+		  uint32_t key, uint64_t cookie, uint32_t flags)
 {
-	return k_submit(h, ODL_TB5_OP_SEND, id, off, len, cookie, flags);
+	return k_submit(h, ODL_TB5_OP_SEND, id, off, len, key, cookie, flags);
 }
 
 static int k_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
-		       uint64_t cap, uint64_t cookie, uint32_t flags)
+		       uint64_t cap, uint32_t key, uint64_t cookie,
+		       uint32_t flags)
 {
-	return k_submit(h, ODL_TB5_OP_RECV, id, off, cap, cookie, flags);
+	return k_submit(h, ODL_TB5_OP_RECV, id, off, cap, key, cookie, flags);
+}
+
+/* a keyed receive still in the batch never reaches the driver */
+static int k_cancel(struct odl_tb5 *h, uint32_t key)
+{
+	struct kpriv *k = K(h);
+	struct odl_tb5_cancel cn = { .size = sizeof(cn), .key = key };
+	unsigned int i;
+
+	for (i = 0; i < k->sq_n; i++) {
+		if (k->sq[i].op != ODL_TB5_SQE_RECV || k->sq[i].key != key)
+			continue;
+		k_complete(h, k->sq_slot[i], -ECANCELED, 0);
+		memmove(k->sq + i, k->sq + i + 1, (k->sq_n - i - 1) * sizeof(k->sq[0]));
+		memmove(k->sq_slot + i, k->sq_slot + i + 1,
+			(k->sq_n - i - 1) * sizeof(int));
+		k->sq_n--;
+		return 0;
+	}
+	if (k->abi_minor < 4)
+		return -ENOENT;
+	return map_err(k, xioctl(k->fd, ODL_TB5_IOC_CANCEL, &cn));
 }
 
 /* convert one driver completion into the stash (or a state change) */
@@ -685,15 +756,16 @@ static void k_complete(struct odl_tb5 *h, int s, int status, uint64_t len)
 		k->state = ODL_TB5_STATE_DISCONNECTED;
 	}
 	b = odl_buf_get(h, sl->id);
-	if (sl->op == ODL_TB5_OP_RECV && status == 0 && b &&
-	    b->kind != ODL_BUF_DMABUF) {
+	if (sl->op == ODL_TB5_OP_RECV && status == 0 && b && !k_by_handle(b)) {
 		uint8_t *src = area_ptr(k, 1, b->rx_off) + sl->off;
 		uint8_t *dst = (uint8_t *)b->addr + sl->off;
 
-		if (len > sl->len)
+		if (len > sl->len) {
 			c->status = -EBADMSG;	/* driver bug: never overrun */
-		else if (src != dst)
+		} else if (src != dst) {
 			memcpy(dst, src, len);
+			h->st.copied_bytes += len;
+		}
 	}
 	slot_put(k, s);
 }
@@ -817,6 +889,7 @@ const struct odl_backend odl_backend_kernel = {
 	.buf_free = k_buf_free,
 	.send = k_send,
 	.post_recv = k_post_recv,
+	.cancel = k_cancel,
 	.poll = k_poll,
 	.pending = k_pending,
 };

@@ -22,7 +22,7 @@ enum odl_buf_kind {
 
 struct odl_buf {
 	enum odl_buf_kind kind;
-	uint32_t flags;		/* ODL_TB5_BUF_* hints */
+	uint32_t flags;		/* ODL_TB5_BUF_* hints; REG: ODL_TB5_REG_* */
 	void *addr;		/* CPU address (NULL for DMA-bufs) */
 	uint64_t size;
 	uint32_t users;		/* queued operations naming it */
@@ -30,7 +30,8 @@ struct odl_buf {
 	void *map;		/* shm: mmap'd area to munmap */
 	size_t map_len;
 	int dmabuf_fd;
-	uint32_t kb_handle;	/* kernel: DMA-buf handle */
+	uint32_t kb_handle;	/* kernel: DMA-buf or MEM_REG handle */
+	bool kb_pinned;		/* kernel: ODL_BUF_REG pinned (MEM_REG) */
 	int64_t tx_off;		/* kernel: offset in the TX area, -1 none */
 	int64_t rx_off;		/* kernel: offset in the RX area, -1 none */
 };
@@ -64,9 +65,11 @@ struct odl_backend {
 	void (*buf_free)(struct odl_tb5 *h, struct odl_buf *b);
 	/* validated arguments; called with h->lock held, may drop it to wait */
 	int (*send)(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
-		    uint64_t cookie, uint32_t flags);
+		    uint32_t key, uint64_t cookie, uint32_t flags);
 	int (*post_recv)(struct odl_tb5 *h, uint32_t id, uint64_t off,
-			 uint64_t cap, uint64_t cookie, uint32_t flags);
+			 uint64_t cap, uint32_t key, uint64_t cookie,
+			 uint32_t flags);
+	int (*cancel)(struct odl_tb5 *h, uint32_t key);
 	/* min: wait for that many (1..max, already capped to what is
 	 * outstanding by the backend)
 	 */

@@ -11,8 +11,12 @@
  *   then     ring[0] (side a → b), ring[1] (side b → a), ring_bytes each
  * Each ring is single-producer single-consumer and lock free: nothing a
  * crashed process leaves half done can block or corrupt its partner. A
- * message is a 16-byte header {magic, seq, len} and len payload bytes,
+ * message is a 16-byte header {magic, seq, len, key} and len payload bytes,
  * padded to 16; it is streamed, so messages may be larger than the ring.
+ * An unkeyed message (key 0) goes to the oldest unkeyed posted receive, a
+ * keyed one to the receive posted with its key; a keyed message whose
+ * receive is not posted yet is copied aside (up to SHM_STAGE_MAX messages /
+ * SHM_STAGE_BYTES) so the stream goes on, like the driver does.
  *
  * Liveness: open file description (OFD) locks on the segment's fd. Byte 0
  * serialises open/close (init lock); byte 1+side is held by a side's
@@ -35,7 +39,7 @@
 #include "odl_priv.h"
 
 #define SHM_MAGIC	0x534c444fu	/* "ODLS" */
-#define SHM_LAYOUT	1u
+#define SHM_LAYOUT	2u	/* 2: key in the message header */
 #define MSG_MAGIC	0x4d4c444fu	/* "ODLM" */
 #define MSG_HDR		16u
 #define SHM_DATA_OFF	4096u
@@ -46,6 +50,8 @@
 #define SHM_MAX_MAXMSG	(1ull << 30)
 #define ODL_SHM_LIVE_NS	(10ull * 1000000ull)	/* peer liveness check period */
 #define ODL_SHM_SLICE_MS 10			/* futex sleep slice */
+#define SHM_STAGE_MAX	64			/* keyed messages held aside */
+#define SHM_STAGE_BYTES	(16ull << 20)
 
 enum { SIDE_FREE = 0, SIDE_ATTACHED = 1, SIDE_DETACHED = 2 };
 
@@ -81,14 +87,24 @@ _Static_assert(sizeof(struct shm_seg) <= SHM_DATA_OFF, "header too big");
 struct msg_hdr {
 	uint32_t magic;
 	uint32_t seq;
-	uint64_t len;
+	uint32_t len;		/* <= SHM_MAX_MAXMSG */
+	uint32_t key;		/* 0, or the peer receive's key */
 };
 
 struct shm_op {
 	uint64_t cookie, off, len, done;
 	uint8_t *ptr;
 	uint32_t id;
+	uint32_t key;
 	bool hdr;
+};
+
+/* a keyed message that arrived before its receive */
+struct shm_staged {
+	struct shm_staged *next;
+	uint32_t key;
+	uint64_t len;
+	uint8_t data[];
 };
 
 struct shm_q {
@@ -114,10 +130,21 @@ struct shm_priv {
 	uint64_t my_max, eff_max;
 	uint64_t tx_pos, rx_pos;
 	uint32_t tx_seq, rx_seq;
-	struct shm_q txq, rxq;
+	struct shm_q txq, rxq;		/* rxq: unkeyed receives */
+	struct shm_op *kq;		/* keyed receives (rxq.cap, unordered) */
+	unsigned int kq_n;
 	unsigned int tx_unreaped, rx_unreaped;
 	bool in_msg, in_discard;
 	uint64_t in_len, in_done;
+	/* the message being read goes to: rxq's head (!in_keyed), or cur (a
+	 * keyed receive, or with in_stage a staging buffer)
+	 */
+	bool in_keyed, in_stage;
+	struct shm_op cur;
+	struct shm_staged *stage_buf;	/* in_stage: being filled */
+	struct shm_staged *staged;	/* complete, waiting for receives */
+	unsigned int staged_n;
+	uint64_t staged_bytes;
 	struct odl_tb5_completion *cq;
 	unsigned int cq_cap, cq_head, cq_count;
 	uint64_t last_live;
@@ -262,11 +289,46 @@ static void fail_all(struct odl_tb5 *h, int err)
 		cq_push(h, ODL_TB5_OP_SEND, o, err, 0);
 		q_pop(&p->txq);
 	}
+	if (p->in_msg && p->in_keyed && !p->in_stage)
+		cq_push(h, ODL_TB5_OP_RECV, &p->cur, err, 0);
+	free(p->stage_buf);
+	p->stage_buf = NULL;
+	while (p->kq_n)
+		cq_push(h, ODL_TB5_OP_RECV, &p->kq[--p->kq_n], err, 0);
 	while ((o = q_head(&p->rxq))) {
 		cq_push(h, ODL_TB5_OP_RECV, o, err, 0);
 		q_pop(&p->rxq);
 	}
 	p->in_msg = false;
+}
+
+static void staged_free_all(struct shm_priv *p)
+{
+	while (p->staged) {
+		struct shm_staged *x = p->staged;
+
+		p->staged = x->next;
+		free(x);
+	}
+	p->staged_n = 0;
+	p->staged_bytes = 0;
+	free(p->stage_buf);
+	p->stage_buf = NULL;
+}
+
+/* index of the keyed receive posted with key, or -1 */
+static int kq_find(const struct shm_priv *p, uint32_t key)
+{
+	for (unsigned int i = 0; i < p->kq_n; i++)
+		if (p->kq[i].key == key)
+			return (int)i;
+	return -1;
+}
+
+static void kq_take(struct shm_priv *p, int i, struct shm_op *out)
+{
+	*out = p->kq[i];
+	p->kq[i] = p->kq[--p->kq_n];
 }
 
 /* ------------------------------------------------------------------ */
@@ -362,7 +424,8 @@ static int tx_progress(struct odl_tb5 *h)
 			return -EPROTO;
 		space = p->R - used;
 		if (!o->hdr) {
-			struct msg_hdr mh = { MSG_MAGIC, p->tx_seq, o->len };
+			struct msg_hdr mh = { MSG_MAGIC, p->tx_seq, (uint32_t)o->len,
+					      o->key };
 
 			if (o->len > p->eff_max) {
 				cq_push(h, ODL_TB5_OP_SEND, o, -EMSGSIZE, 0);
@@ -412,6 +475,48 @@ static int tx_progress(struct odl_tb5 *h)
 	return moved;
 }
 
+static struct shm_staged **stage_tail(struct shm_priv *p)
+{
+	struct shm_staged **t = &p->staged;
+
+	while (*t)
+		t = &(*t)->next;
+	return t;
+}
+
+/*
+ * Where the message with header mh goes: false = nowhere yet (no unkeyed
+ * receive posted; or a keyed one without its receive and no room to hold
+ * it aside): the stream waits.
+ */
+static bool rx_target(struct shm_priv *p, const struct msg_hdr *mh)
+{
+	int i;
+
+	p->in_stage = false;
+	p->in_keyed = mh->key != 0;
+	if (!mh->key)
+		return q_head(&p->rxq) != NULL;
+	i = kq_find(p, mh->key);
+	if (i >= 0) {
+		kq_take(p, i, &p->cur);
+		return true;
+	}
+	if (p->staged_n >= SHM_STAGE_MAX ||
+	    p->staged_bytes + mh->len > SHM_STAGE_BYTES)
+		return false;
+	p->stage_buf = malloc(sizeof(*p->stage_buf) + mh->len);
+	if (!p->stage_buf)
+		return false;
+	p->stage_buf->key = mh->key;
+	p->stage_buf->len = mh->len;
+	memset(&p->cur, 0, sizeof(p->cur));
+	p->cur.ptr = p->stage_buf->data;
+	p->cur.len = mh->len;
+	p->in_stage = true;
+	return true;
+}
+
 /* read the peer's ring into posted receives; 1 if anything moved */
 static int rx_progress(struct odl_tb5 *h)
 {
@@ -442,9 +547,9 @@ static int rx_progress(struct odl_tb5 *h)
 				cq_push_lost(h);
 				moved = true;
 			}
-			o = q_head(&p->rxq);
-			if (!o)
+			if (!rx_target(p, &mh))
 				break;
+			o = p->in_keyed ? &p->cur : q_head(&p->rxq);
 			p->rx_pos += MSG_HDR;
 			avail -= MSG_HDR;
 			p->rx_seq++;
@@ -454,7 +559,7 @@ static int rx_progress(struct odl_tb5 *h)
 			p->in_discard = mh.len > o->len;
 			moved = true;
 		}
-		o = q_head(&p->rxq);
+		o = p->in_keyed ? &p->cur : q_head(&p->rxq);
 		n = p->in_len - p->in_done;
 		if (n > avail)
 			n = avail;
@@ -469,9 +574,18 @@ static int rx_progress(struct odl_tb5 *h)
 		if (p->in_done < p->in_len || avail < pad16(p->in_len))
 			break;
 		p->rx_pos += pad16(p->in_len);
-		cq_push(h, ODL_TB5_OP_RECV, o,
-			p->in_discard ? -EMSGSIZE : 0, p->in_len);
-		q_pop(&p->rxq);
+		if (p->in_stage) {
+			p->stage_buf->next = NULL;
+			*stage_tail(p) = p->stage_buf;
+			p->stage_buf = NULL;
+			p->staged_n++;
+			p->staged_bytes += p->in_len;
+		} else {
+			cq_push(h, ODL_TB5_OP_RECV, o,
+				p->in_discard ? -EMSGSIZE : 0, p->in_len);
+			if (!p->in_keyed)
+				q_pop(&p->rxq);
+		}
 		p->in_msg = false;
 	}
 	if (moved) {
@@ -551,11 +665,19 @@ static int progress(struct odl_tb5 *h, bool force_live)
 		}
 		/*
 		 * Receives still get every complete message the peer sent
-		 * before it left; once none is left the channel is down.
+		 * before it left; once none is left the channel is down,
+		 * but for keyed messages held aside: receives posted with
+		 * their keys still get them, nothing else can complete.
 		 */
 		if (!rx_complete_msg(p)) {
-			set_error(h, -ECONNRESET);
-			return 1;
+			if (!p->staged_n) {
+				set_error(h, -ECONNRESET);
+				return 1;
+			}
+			if (p->kq_n || p->rxq.count) {
+				fail_all(h, -ECONNRESET);
+				a = 1;
+			}
 		}
 	}
 	return a || b;
@@ -638,7 +760,8 @@ static int cond_cq(struct odl_tb5 *h)
 		return 1;
 	if (p->cq_count)
 		return 0;
-	if (p->peer_gone && !p->txq.count && !p->rxq.count)
+	if (p->peer_gone && !p->txq.count && !p->rxq.count && !p->kq_n &&
+	    !(p->in_msg && p->in_keyed && !p->in_stage))
 		return -ECONNRESET;	/* nothing queued can ever complete */
 	return dead_err(p);
 }
@@ -662,7 +785,7 @@ static int cond_rx_space(struct odl_tb5 *h)
 
 	if (e)
 		return e;
-	return p->rxq.count < p->rxq.cap;
+	return p->rxq.count + p->kq_n < p->rxq.cap;
 }
 
 static int cond_peer(struct odl_tb5 *h)
@@ -928,9 +1051,10 @@ static int shm_open_be(struct odl_tb5 *h, const char *arg,
 	p->cq_cap = o->tx_depth + o->rx_depth;
 	p->txq.ops = calloc(p->txq.cap, sizeof(struct shm_op));
 	p->rxq.ops = calloc(p->rxq.cap, sizeof(struct shm_op));
+	p->kq = calloc(p->rxq.cap, sizeof(struct shm_op));
 	p->cq = calloc(p->cq_cap, sizeof(*p->cq));
 	r = -ENOMEM;
-	if (p->txq.ops && p->rxq.ops && p->cq) {
+	if (p->txq.ops && p->rxq.ops && p->kq && p->cq) {
 		for (tries = 0; tries < 20; tries++) {
 			r = try_attach(h, want, R);
 			if (r <= 0)
@@ -942,6 +1066,7 @@ static int shm_open_be(struct odl_tb5 *h, const char *arg,
 	if (r) {
 		free(p->txq.ops);
 		free(p->rxq.ops);
+		free(p->kq);
 		free(p->cq);
 		free(p);
 		h->be_priv = NULL;
@@ -959,8 +1084,10 @@ static void shm_close(struct odl_tb5 *h)
 	detach(h);
 	seg_unmap(p);
 	close(p->fd);
+	staged_free_all(p);
 	free(p->txq.ops);
 	free(p->rxq.ops);
+	free(p->kq);
 	free(p->cq);
 	free(p);
 	h->be_priv = NULL;
@@ -1003,6 +1130,7 @@ static int shm_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 		 p->name, 'a' + p->peer);
 	odl_uuid_from_name(other, info->peer_uuid);
 	info->abi_version = SHM_LAYOUT;
+	info->features = ODL_TB5_FEAT_KEYED;
 	info->state = (uint32_t)p->state;
 	info->tx_depth = p->txq.cap;
 	info->rx_depth = p->rxq.cap;
@@ -1075,10 +1203,11 @@ static int wait_space(struct odl_tb5 *h, int have, uint32_t flags,
 }
 
 static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
-		    uint64_t cookie, uint32_t flags)
+		    uint32_t key, uint64_t cookie, uint32_t flags)
 {
 	struct shm_priv *p = P(h);
-	struct shm_op o = { .cookie = cookie, .off = off, .len = len, .id = id };
+	struct shm_op o = { .cookie = cookie, .off = off, .len = len, .id = id,
+			    .key = key };
 	int r;
 
 	progress(h, false);
@@ -1097,24 +1226,78 @@ static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
 	return 0;
 }
 
-static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
-			 uint64_t cap, uint64_t cookie, uint32_t flags)
+/* a keyed receive whose message is already here: complete it from there */
+static bool staged_take(struct odl_tb5 *h, const struct shm_op *o)
 {
 	struct shm_priv *p = P(h);
-	struct shm_op o = { .cookie = cookie, .off = off, .len = cap, .id = id };
+	struct shm_staged **pp, *x;
+
+	for (pp = &p->staged; (x = *pp); pp = &x->next) {
+		if (x->key != o->key)
+			continue;
+		*pp = x->next;
+		p->staged_n--;
+		p->staged_bytes -= x->len;
+		if (x->len > o->len) {
+			cq_push(h, ODL_TB5_OP_RECV, o, -EMSGSIZE, x->len);
+		} else {
+			memcpy(o->ptr, x->data, x->len);
+			cq_push(h, ODL_TB5_OP_RECV, o, 0, x->len);
+		}
+		free(x);
+		return true;
+	}
+	return false;
+}
+
+static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
+			 uint64_t cap, uint32_t key, uint64_t cookie,
+			 uint32_t flags)
+{
+	struct shm_priv *p = P(h);
+	struct shm_op o = { .cookie = cookie, .off = off, .len = cap, .id = id,
+			    .key = key };
 	int r;
 
 	progress(h, false);
+	o.ptr = (uint8_t *)h->bufs[id].addr + off;
+	if (key && (kq_find(p, key) >= 0 ||
+		    (p->in_msg && p->in_keyed && !p->in_stage && p->cur.key == key)))
+		return -EEXIST;
+	/* its message is here already (even if the peer has left since) */
+	if (key && staged_take(h, &o)) {
+		p->rx_unreaped++;
+		return 0;
+	}
+	if (p->peer_gone && !rx_complete_msg(p))
+		return -ECONNRESET;	/* nothing more will arrive */
 	r = cond_rx_space(h);
 	if (r < 0)
 		return r;
 	r = wait_space(h, r, flags, cond_rx_space);
 	if (r < 0)
 		return r;
-	o.ptr = (uint8_t *)h->bufs[id].addr + off;
-	q_push(&p->rxq, &o);
 	p->rx_unreaped++;
+	if (key)
+		p->kq[p->kq_n++] = o;
+	else
+		q_push(&p->rxq, &o);
 	progress(h, false);
+	return 0;
+}
+
+static int shm_cancel(struct odl_tb5 *h, uint32_t key)
+{
+	struct shm_priv *p = P(h);
+	struct shm_op o;
+	int i;
+
+	progress(h, false);
+	i = kq_find(p, key);
+	if (i < 0)
+		return -ENOENT;
+	kq_take(p, i, &o);
+	cq_push(h, ODL_TB5_OP_RECV, &o, -ECANCELED, 0);
 	return 0;
 }
 
@@ -1182,6 +1365,7 @@ const struct odl_backend odl_backend_shm = {
 	.buf_free = shm_buf_free,
 	.send = shm_send,
 	.post_recv = shm_post_recv,
+	.cancel = shm_cancel,
 	.poll = shm_poll,
 	.pending = shm_pending,
 };

@@ -19,7 +19,12 @@
  *                             messages sent to that port land in this file
  *   ODL_TB5_IOC_RECV          post receive buffers (buffer, offset, capacity)
  *   ODL_TB5_IOC_SEND          send a region of a TX buffer (or of an
- *                             imported DMA-buf) to a port on the peer
+ *                             imported DMA-buf or registered memory) to a
+ *                             port on the peer
+ *   ODL_TB5_IOC_MEM_REG       (1.4) pin the caller's own memory as a send
+ *                             source / receive target: a handle like a
+ *                             DMA-buf's, no copy through the mmap'd area
+ *   ODL_TB5_IOC_CANCEL        (1.4) withdraw a posted keyed RECV
  *   poll()/ODL_TB5_IOC_POLL_CQ  wait for and fetch completions
  *   ODL_TB5_IOC_GET_STATS     counters of the device
  *   close(fd)                 outstanding work is cancelled, buffers freed
@@ -55,7 +60,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	3
+#define ODL_TB5_ABI_MINOR	4
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -78,6 +83,7 @@
 #define ODL_TB5_FEAT_E2E	(1ull << 0)	/* end-to-end flow control */
 #define ODL_TB5_FEAT_SW_CREDITS	(1ull << 1)	/* 1.2: in-band software credits */
 #define ODL_TB5_FEAT_RX_READY	(1ull << 2)	/* 1.3: peer confirms its RX */
+#define ODL_TB5_FEAT_KEYED	(1ull << 3)	/* 1.4: keyed messages */
 
 /* odl_tb5_info.flow_control (1.2): what keeps the sender from overrunning
  * the receiver's RX ring on the current connection
@@ -140,7 +146,17 @@ struct odl_tb5_bind {
 
 /* flags of odl_tb5_send and odl_tb5_recv */
 #define ODL_TB5_F_DMABUF	(1u << 0)	/* buf_id is a DMA-buf handle */
+/* 1.4: the same bit; buf_id is a handle of DMABUF_IMPORT or MEM_REG */
+#define ODL_TB5_F_HANDLE	ODL_TB5_F_DMABUF
 
+/*
+ * Keys (1.4, ODL_TB5_FEAT_KEYED negotiated with the peer): a SEND with a
+ * non-zero key is delivered to the RECV posted with the same key on the
+ * destination port, whatever was posted or sent before it; key 0 is the
+ * plain in-order delivery to the oldest unkeyed RECV. A keyed message whose
+ * RECV is not posted yet waits for it like an unkeyed message waits for
+ * any RECV. Keys of the RECVs posted on one file are unique (-EEXIST).
+ */
 struct odl_tb5_send {
 	__u32 size;
 	__u32 flags;			/* in: ODL_TB5_F_* */
@@ -149,16 +165,35 @@ struct odl_tb5_send {
 	__u64 offset;			/* in: byte offset in the buffer */
 	__u64 length;			/* in: 1..max_msg_size */
 	__u64 cookie;			/* in: returned in the completion */
+	/* 1.4 (the struct grew from 40 to 48 bytes; 40 is still accepted) */
+	__u32 key;			/* in: 0, or the peer RECV's key */
+	__u32 reserved;			/* in: 0 */
 };
 
 struct odl_tb5_recv {
 	__u32 size;
 	__u32 flags;			/* in: ODL_TB5_F_* */
 	__u32 buf_id;			/* in: RX buffer id or DMA-buf handle */
-	__u32 reserved;			/* in: 0 */
+	union {
+		__u32 reserved;		/* in: 0 (ABI 1.0 .. 1.3) */
+		__u32 key;		/* in, 1.4: 0 or a key (see above) */
+	};
 	__u64 offset;			/* in: byte offset in the buffer */
 	__u64 capacity;			/* in: 1..; bytes available */
 	__u64 cookie;			/* in: returned in the completion */
+};
+
+/*
+ * ODL_TB5_IOC_CANCEL (1.4): the keyed RECV posted on this file with key
+ * completes with -ECANCELED (its completion carries its cookie) and its
+ * buffer is free again. -ENOENT: no RECV with that key is posted (it
+ * completed, or a message is being written into it right now).
+ */
+struct odl_tb5_cancel {
+	__u32 size;
+	__u32 flags;			/* in: 0 */
+	__u32 key;			/* in: non-zero */
+	__u32 reserved;			/* in: 0 */
 };
 
 /* odl_tb5_completion.type */
@@ -228,7 +263,8 @@ struct odl_tb5_sqe {
 	__u64 offset;			/* in: byte offset in the buffer */
 	__u64 length;			/* in: SEND length / RECV capacity */
 	__u64 cookie;			/* in: returned in the completion */
-	__u64 reserved;			/* in: 0 */
+	__u32 key;			/* in, 1.4: 0 or a key (was reserved) */
+	__u32 reserved;			/* in: 0 */
 };
 
 struct odl_tb5_submit {
@@ -283,7 +319,31 @@ struct odl_tb5_dmabuf_import {
 
 struct odl_tb5_dmabuf_release {
 	__u32 size;
-	__u32 handle;			/* in: from DMABUF_IMPORT */
+	__u32 handle;			/* in: from DMABUF_IMPORT or MEM_REG */
+};
+
+/*
+ * ODL_TB5_IOC_MEM_REG (1.4): pin [addr, addr + length) of the caller's
+ * memory (any alignment, writable, at most ODL_TB5_MAX_MEM_REG bytes,
+ * counted against RLIMIT_MEMLOCK unless CAP_IPC_LOCK) and return a handle
+ * for SEND/RECV with ODL_TB5_F_HANDLE, offsets relative to addr. The driver
+ * copies straight between these pages and its ring frames. Handles share
+ * the ODL_TB5_MAX_DMABUFS slots of DMA-buf imports; DMABUF_RELEASE (-EBUSY
+ * while a SEND/RECV names it) or close() unpins. Errors: -EINVAL bad
+ * flags/fields/range, -EFAULT memory not mapped writable, -ENOMEM over the
+ * lock limit, -ENOSPC no free handle.
+ */
+#define ODL_TB5_MEM_TX		ODL_TB5_DMABUF_TX	/* may be a SEND source */
+#define ODL_TB5_MEM_RX		ODL_TB5_DMABUF_RX	/* may be a RECV target */
+#define ODL_TB5_MAX_MEM_REG	(1ull << 30)		/* bytes per handle */
+
+struct odl_tb5_mem_reg {
+	__u32 size;
+	__u32 flags;			/* in: ODL_TB5_MEM_*, at least one */
+	__u64 addr;			/* in: user address */
+	__u64 length;			/* in: 1..ODL_TB5_MAX_MEM_REG */
+	__u32 handle;			/* out: for ODL_TB5_F_HANDLE (in: 0) */
+	__u32 reserved;			/* in: 0 */
 };
 
 #define ODL_TB5_IOC_MAGIC	0xB5
@@ -300,6 +360,8 @@ struct odl_tb5_dmabuf_release {
 #define ODL_TB5_IOC_DMABUF_RELEASE \
 	_IOWR(ODL_TB5_IOC_MAGIC, 0x08, struct odl_tb5_dmabuf_release)
 #define ODL_TB5_IOC_SUBMIT	_IOWR(ODL_TB5_IOC_MAGIC, 0x09, struct odl_tb5_submit)
+#define ODL_TB5_IOC_MEM_REG	_IOWR(ODL_TB5_IOC_MAGIC, 0x0a, struct odl_tb5_mem_reg)
+#define ODL_TB5_IOC_CANCEL	_IOWR(ODL_TB5_IOC_MAGIC, 0x0b, struct odl_tb5_cancel)
 
 /* sizes in ABI 1.0: the smallest size the driver accepts */
 #define ODL_TB5_INFO_SIZE_VER0		128
@@ -315,6 +377,11 @@ struct odl_tb5_dmabuf_release {
 /* added in 1.3: their first size */
 #define ODL_TB5_SQE_SIZE_VER0		48
 #define ODL_TB5_SUBMIT_SIZE_VER0	40
+/* added in 1.4 */
+#define ODL_TB5_MEM_REG_SIZE_VER0	32
+#define ODL_TB5_CANCEL_SIZE_VER0	16
+/* sizes in 1.4 of structs that grew */
+#define ODL_TB5_SEND_SIZE_1_4		48
 /* sizes in 1.3 of structs that grew */
 #define ODL_TB5_POLL_CQ_SIZE_1_3	40
 
@@ -324,7 +391,7 @@ struct odl_tb5_dmabuf_release {
 ODL_TB5_SIZE_CHECK_(odl_tb5_info, ODL_TB5_INFO_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_buf_setup, ODL_TB5_BUF_SETUP_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_bind, ODL_TB5_BIND_SIZE_VER0);
-ODL_TB5_SIZE_CHECK_(odl_tb5_send, ODL_TB5_SEND_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_send, ODL_TB5_SEND_SIZE_1_4);
 ODL_TB5_SIZE_CHECK_(odl_tb5_recv, ODL_TB5_RECV_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_completion, ODL_TB5_COMPLETION_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_poll_cq, ODL_TB5_POLL_CQ_SIZE_1_3);
@@ -333,6 +400,8 @@ ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_import, ODL_TB5_DMABUF_IMPORT_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_release, ODL_TB5_DMABUF_RELEASE_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_sqe, ODL_TB5_SQE_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_submit, ODL_TB5_SUBMIT_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_mem_reg, ODL_TB5_MEM_REG_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_cancel, ODL_TB5_CANCEL_SIZE_VER0);
 #undef ODL_TB5_SIZE_CHECK_
 #endif
 

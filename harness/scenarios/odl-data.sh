@@ -3,10 +3,14 @@
 # odl-data: messages of many sizes (1 byte .. 16 MiB, frame boundaries
 # around 4064 bytes of payload) both ways through /dev/odl_tb5_0, every
 # byte verified by the receiver, every message acknowledged; counters show
-# no sequence, length or descriptor errors and no drops.
+# no sequence, length or descriptor errors and no drops. Keyed delivery
+# (ABI 1.4): messages land in the RECV posted with their key, whatever the
+# order of posting and sending, one arriving before its RECV waits without
+# holding up the rest, unkeyed ones in between stay in order; from the
+# mmap'd buffers and between pinned user memory (MEM_REG) on both ends.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 7
+tap_plan 9
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -21,6 +25,10 @@ check "b -> a: 48 messages, sizes 1 B .. 4 MiB, verified" \
 	odl_xfer_run b a 3 4 48 $SIZES
 check "a -> b: 4 x 16 MiB (max_msg_size), verified" \
 	odl_xfer_run a b 5 6 4 16777216
+check "a -> b: 40 keyed messages out of posting order, 2 unkeyed between, verified" \
+	odl_keyed_run a b 21 22 40 1,4064,4065,65536,300000
+check "b -> a: keyed, pinned user memory on both ends, verified" \
+	odl_keyed_run b a 23 24 24 100,8129,1048576 -U
 # two pairs of ports at once: opens do not steal each other's messages
 vm b sh -c "setsid /tmp/odl_xfer recv -p 11 -q 10 -n 40 -s 70000 > /tmp/rx.p11 2>&1 < /dev/null &"
 vm b sh -c "setsid /tmp/odl_xfer recv -p 13 -q 12 -n 40 -s 5000 > /tmp/rx.p13 2>&1 < /dev/null &"

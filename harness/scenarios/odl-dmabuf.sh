@@ -3,9 +3,11 @@
 # odl-dmabuf: DMA-buf import path. Both guests load the test exporter
 # (tests/dmabuf_exporter); a's SEND source and b's RECV target are imported
 # DMA-bufs (filled/checked through their own mmap); every byte verified.
+# Then the other kind of handle (ABI 1.4): each side's own heap memory,
+# at an odd offset, pinned with MEM_REG, both ways, every byte verified.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 5
+tap_plan 7
 tap_timeout 900
 odl_need_build
 EXP_KO=$ODL_BUILD_DRIVER/odl_dmabuf_exp.ko
@@ -26,5 +28,9 @@ if vm b grep -q ' 0 bad' /tmp/rx.dma; then
 else
 	not_ok "a -> b DMA-buf to DMA-buf, 24 messages verified" "$out" "$(vm b cat /tmp/rx.dma)"
 fi
+check "a -> b registered user memory on both ends (MEM_REG), 24 messages verified" \
+	odl_xfer_run a b 3 4 24 1,4064,4065,65536,1048576,3000000 -U
+check "b -> a registered user memory on both ends (MEM_REG), 24 messages verified" \
+	odl_xfer_run b a 5 6 24 1,4097,65536,2000000 -U
 odl_check_clean
 tap_done

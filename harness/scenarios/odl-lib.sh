@@ -125,12 +125,19 @@ odl_check_clean() {
 	done
 }
 
-# odl_xfer_run FROM TO PORT_FROM PORT_TO COUNT SIZES: verified transfer
+# odl_keyed_run: odl_xfer_run with keyed delivery (odl_xfer krecv/ksend)
+odl_keyed_run() {
+	ODL_XFER_MODE=k odl_xfer_run "$@"
+}
+
+# odl_xfer_run FROM TO PORT_FROM PORT_TO COUNT SIZES [OPTS]: verified transfer
+# (OPTS for both ends: -D DMA-bufs, -U registered user memory;
+# ODL_XFER_MODE=k: keyed delivery, odl_xfer krecv/ksend)
 odl_xfer_run() {
-	local from=$1 to=$2 pf=$3 pt=$4 n=$5 sizes=$6 out
-	vm "$to" sh -c "rm -f /tmp/rx.$pt; setsid /tmp/odl_xfer recv -p $pt -q $pf -n $n -s $sizes > /tmp/rx.$pt 2>&1 < /dev/null &" || return 1
+	local from=$1 to=$2 pf=$3 pt=$4 n=$5 sizes=$6 opts=${7:-} out m=${ODL_XFER_MODE:-}
+	vm "$to" sh -c "rm -f /tmp/rx.$pt; setsid /tmp/odl_xfer ${m}recv $opts -p $pt -q $pf -n $n -s $sizes > /tmp/rx.$pt 2>&1 < /dev/null &" || return 1
 	wait_for "vm $to grep -q ready /tmp/rx.$pt" 30 || return 1
-	out=$(vm "$from" /tmp/odl_xfer send -p "$pf" -q "$pt" -n "$n" -s "$sizes" 2>&1) || {
+	out=$(vm "$from" /tmp/odl_xfer "${m}send" $opts -p "$pf" -q "$pt" -n "$n" -s "$sizes" 2>&1) || {
 		echo "$out"
 		vm "$to" cat /tmp/rx.$pt
 		return 1

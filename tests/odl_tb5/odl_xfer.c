@@ -5,10 +5,14 @@
  *   odl_xfer info   [-d DEV]
  *   odl_xfer recv   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
  *   odl_xfer send   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
+ *   odl_xfer krecv  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
+ *   odl_xfer ksend  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer fuzz   [-d DEV] [-n SECONDS] [-S SEED]
  *   -D (send/recv): data through a DMA-buf from odl_dmabuf_exp, imported
+ *   -U (send/recv): data in the tool's own (heap, not page-aligned) memory,
+ *       pinned with MEM_REG (ABI 1.4)
  *
  * send/recv: message k has size SIZES[k % n] and pseudo-random content
  * derived from (k, size); the receiver checks every byte and answers each
@@ -35,6 +39,7 @@ static int port, peer_port, count = 10;
 static uint64_t sizes[64];
 static int nsizes;
 static int use_dmabuf;	/* -D: data through a DMA-buf from odl_dmabuf_exp */
+static int use_memreg;	/* -U: data in our own memory, MEM_REG */
 static uint8_t *dmabuf_base;
 static uint32_t dmabuf_handle;
 
@@ -170,6 +175,33 @@ static void dmabuf_setup(int fd, uint64_t bufsize, uint32_t dir)
 	close(ex);
 }
 
+/* -U: 2 * bufsize of heap memory at an odd offset, pinned (MEM_REG);
+ * sends and receives then name it like the DMA-buf of -D
+ */
+static void memreg_setup(int fd, uint64_t bufsize, uint32_t dir)
+{
+	struct odl_tb5_mem_reg mr = { .size = sizeof(mr), .flags = dir };
+	uint8_t *mem = malloc(2 * bufsize + 4096);
+
+	if (!mem)
+		die("malloc");
+	dmabuf_base = mem + 123;
+	memset(dmabuf_base, 0x5a, 2 * bufsize);
+	mr.addr = (uintptr_t)dmabuf_base;
+	mr.length = 2 * bufsize;
+	if (ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr))
+		die("MEM_REG");
+	dmabuf_handle = mr.handle;
+}
+
+static void data_setup(int fd, uint64_t bufsize, uint32_t dir)
+{
+	if (use_memreg)
+		memreg_setup(fd, bufsize, dir);
+	else if (use_dmabuf)
+		dmabuf_setup(fd, bufsize, dir);
+}
+
 static void chan_open(struct chan *c, uint64_t bufsize)
 {
 	struct odl_tb5_bind b = { .size = sizeof(b), .port = port };
@@ -291,8 +323,7 @@ static int cmd_recv(void)
 
 	chan_open(&c, bufsize);
 	rx0 = c.bs.tx_count;
-	if (use_dmabuf)
-		dmabuf_setup(c.fd, bufsize, ODL_TB5_DMABUF_RX);
+	data_setup(c.fd, bufsize, ODL_TB5_DMABUF_RX);
 	post_data_recv(&c, rx0, bufsize, 0);
 	post_data_recv(&c, rx0, bufsize, 1);
 	printf("ready\n");
@@ -341,8 +372,7 @@ static int cmd_send(void)
 
 	chan_open(&c, bufsize);
 	rx0 = c.bs.tx_count;
-	if (use_dmabuf)
-		dmabuf_setup(c.fd, bufsize, ODL_TB5_DMABUF_TX);
+	data_setup(c.fd, bufsize, ODL_TB5_DMABUF_TX);
 	for (ack_posted = 0; ack_posted < 4 && ack_posted < count; ack_posted++)
 		post_recv(&c, rx0, 64 * ack_posted, 64, ack_posted);
 	while (acked < (uint32_t)count) {
@@ -392,6 +422,192 @@ static int cmd_send(void)
 	return 0;
 }
 
+/* ---- keyed delivery (1.4) ----
+ * krecv posts COUNT keyed RECVs (key 0x1000 + k, slot k of a region, in
+ * reverse order) except message COUNT/2's, plus two unkeyed ones; ksend
+ * sends message COUNT/2 first (its RECV is not posted yet: it must wait
+ * without holding up the others), then the rest in ascending order, with
+ * two unkeyed messages in between. Every message must land in its own
+ * slot (nothing written past its length), the unkeyed ones in order.
+ */
+#define KEY0		0x1000u
+#define UNKEYED0	5000u
+
+static void key_region(struct chan *c, uint64_t total, uint32_t dir,
+		       uint32_t *flags, uint32_t *id, uint8_t **base)
+{
+	if (use_memreg) {
+		memreg_setup(c->fd, total / 2, dir);
+		*flags = ODL_TB5_F_HANDLE;
+		*id = dmabuf_handle;
+		*base = dmabuf_base;
+	} else {
+		*flags = 0;
+		*id = dir == ODL_TB5_DMABUF_RX ? c->bs.tx_count : 0;
+		*base = buf_ptr(c, *id);
+		memset(*base, 0x5a, total);
+	}
+}
+
+static void post_keyed(struct chan *c, uint32_t flags, uint32_t id,
+		       uint64_t off, uint64_t cap, uint64_t cookie, uint32_t key)
+{
+	struct odl_tb5_recv r = {
+		.size = sizeof(r), .flags = flags, .buf_id = id, .offset = off,
+		.capacity = cap, .cookie = cookie, .key = key,
+	};
+
+	if (ioctl(c->fd, ODL_TB5_IOC_RECV, &r))
+		die("RECV (keyed)");
+}
+
+static void send_keyed(struct chan *c, uint32_t flags, uint32_t id,
+		       uint64_t off, uint64_t len, uint64_t cookie, uint32_t key)
+{
+	struct odl_tb5_send s = {
+		.size = sizeof(s), .flags = flags, .buf_id = id,
+		.dst_port = peer_port, .offset = off, .length = len,
+		.cookie = cookie, .key = key,
+	};
+
+	while (ioctl(c->fd, ODL_TB5_IOC_SEND, &s)) {
+		if (errno != EAGAIN)
+			die("SEND (keyed)");
+		usleep(1000);
+	}
+}
+
+static int keyed_check(uint8_t *base, uint64_t slot, uint32_t k,
+		       const struct odl_tb5_completion *e)
+{
+	uint64_t want = sizes[k % nsizes], i;
+
+	if (e->status || e->length != want) {
+		fprintf(stderr, "keyed msg %u: status %d length %llu (want %llu)\n",
+			k, e->status, (unsigned long long)e->length,
+			(unsigned long long)want);
+		return 1;
+	}
+	if (check(base + k * slot, want, k))
+		return 1;
+	for (i = want; i < slot && i < want + 64; i++) {
+		if (base[k * slot + i] != 0x5a) {
+			fprintf(stderr, "keyed msg %u: byte %llu past its end written\n",
+				k, (unsigned long long)i);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int cmd_krecv(void)
+{
+	uint64_t slot = max_size(), total = slot * (uint64_t)count;
+	uint32_t late = (uint32_t)count / 2, flags, id, k, got = 0, unkeyed = 0;
+	uint8_t *base;
+	struct chan c;
+	int bad = 0, i;
+
+	if (count < 2 || count > 200)
+		return 2;
+	chan_open(&c, use_memreg ? 65536 : total);
+	key_region(&c, total, ODL_TB5_DMABUF_RX, &flags, &id, &base);
+	for (i = count - 1; i >= 0; i--)
+		if ((uint32_t)i != late)
+			post_keyed(&c, flags, id, (uint64_t)i * slot, slot, (uint64_t)i,
+				   KEY0 + (uint32_t)i);
+	post_recv(&c, c.bs.tx_count + 1, 0, 64, UNKEYED0);
+	post_recv(&c, c.bs.tx_count + 1, 64, 64, UNKEYED0 + 1);
+	printf("ready\n");
+	fflush(stdout);
+	while (got < (uint32_t)count - 1 || unkeyed < 2) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_RECV)
+			continue;
+		if (e.cookie >= UNKEYED0) {
+			const uint8_t *u = buf_ptr(&c, c.bs.tx_count + 1) + 64 * unkeyed;
+
+			if (e.cookie != UNKEYED0 + unkeyed || e.status || e.length != 4 ||
+			    u[0] != 'U' || u[1] != '0' + unkeyed) {
+				fprintf(stderr, "unkeyed %u: cookie %llu status %d len %llu\n",
+					unkeyed, (unsigned long long)e.cookie, e.status,
+					(unsigned long long)e.length);
+				bad++;
+			}
+			unkeyed++;
+			continue;
+		}
+		k = (uint32_t)e.cookie;
+		if (k >= (uint32_t)count || k == late) {
+			fprintf(stderr, "unexpected keyed completion %u\n", k);
+			return 1;
+		}
+		bad += keyed_check(base, slot, k, &e);
+		got++;
+	}
+	/* the first message sent waited for this RECV */
+	post_keyed(&c, flags, id, (uint64_t)late * slot, slot, late, KEY0 + late);
+	for (;;) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_RECV)
+			continue;
+		if (e.cookie != late) {
+			fprintf(stderr, "late message: completion %llu\n",
+				(unsigned long long)e.cookie);
+			return 1;
+		}
+		bad += keyed_check(base, slot, late, &e);
+		break;
+	}
+	printf("received %d keyed messages out of posting order (one posted after it arrived), 2 unkeyed in order, %d bad\n",
+	       count, bad);
+	return bad ? 1 : 0;
+}
+
+static int cmd_ksend(void)
+{
+	uint64_t slot = max_size(), total = slot * (uint64_t)count;
+	uint32_t late = (uint32_t)count / 2, flags, id, k, n = 0, done = 0;
+	static const uint8_t u0[4] = { 'U', '0' }, u1[4] = { 'U', '1' };
+	uint8_t *base;
+	struct chan c;
+
+	if (count < 2 || count > 200)
+		return 2;
+	chan_open(&c, use_memreg ? 65536 : total);
+	key_region(&c, total, ODL_TB5_DMABUF_TX, &flags, &id, &base);
+	for (k = 0; k < (uint32_t)count; k++)
+		fill(base + k * slot, sizes[k % nsizes], k);
+	memcpy(buf_ptr(&c, 1), u0, 4);
+	memcpy(buf_ptr(&c, 1) + 64, u1, 4);
+	send_keyed(&c, flags, id, late * slot, sizes[late % nsizes], late, KEY0 + late);
+	n++;
+	for (k = 0; k < (uint32_t)count; k++) {
+		if (k == late)
+			continue;
+		send_keyed(&c, flags, id, k * slot, sizes[k % nsizes], k, KEY0 + k);
+		if (++n == 3)
+			do_send(&c, 1, 0, 4, UNKEYED0);
+	}
+	do_send(&c, 1, 64, 4, UNKEYED0 + 1);
+	while (done < (uint32_t)count + 2) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_SEND)
+			continue;
+		if (e.status) {
+			fprintf(stderr, "send %llu failed: %d\n",
+				(unsigned long long)e.cookie, e.status);
+			return 1;
+		}
+		done++;
+	}
+	printf("sent %u keyed and 2 unkeyed messages\n", n);
+	return 0;
+}
+
 /* ---- bad input table ---- */
 static int nfail, ntest;
 
@@ -411,6 +627,153 @@ static void expect(const char *what, int ret, int want_errno)
 	}
 }
 
+#define Z(x) memset(&(x), 0, sizeof(x))
+
+/* MEM_REG (1.4): every field checked; pins only what it may */
+static void badinput_memreg(int fd)
+{
+	static uint8_t mem[3 * 4096 + 200];
+	struct odl_tb5_mem_reg mr, ok;
+	struct odl_tb5_dmabuf_release rl;
+	struct odl_tb5_send s;
+	struct odl_tb5_recv r;
+	uint32_t h[ODL_TB5_MAX_DMABUFS];
+	void *ro, *gone, *half;
+	int i, n;
+
+	ro = mmap(NULL, 8192, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	gone = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ro == MAP_FAILED || gone == MAP_FAILED)
+		die("mmap");
+	munmap(gone, 8192);
+	half = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (half == MAP_FAILED)
+		die("mmap");
+	munmap((uint8_t *)half + 4096, 4096);
+	Z(ok); ok.size = sizeof(ok); ok.flags = ODL_TB5_MEM_TX;
+	ok.addr = (uintptr_t)mem + 100; ok.length = 3 * 4096;
+	mr = ok; mr.size = 4;
+	expect("MEM_REG size 4", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.flags = 0;
+	expect("MEM_REG no direction", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.flags = 4;
+	expect("MEM_REG unknown flag", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.handle = 1;
+	expect("MEM_REG handle set on input", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.reserved = 1;
+	expect("MEM_REG reserved", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.addr = 0;
+	expect("MEM_REG address 0", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.length = 0;
+	expect("MEM_REG length 0", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.length = ODL_TB5_MAX_MEM_REG + 1;
+	expect("MEM_REG length > 1 GiB", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.addr = ~0ull - 100; mr.length = 4096;
+	expect("MEM_REG range wraps", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EINVAL);
+	mr = ok; mr.addr = 0xffff888000000000ull;
+	expect("MEM_REG kernel address", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EFAULT);
+	mr = ok; mr.addr = (uintptr_t)gone;
+	expect("MEM_REG unmapped memory", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EFAULT);
+	mr = ok; mr.addr = (uintptr_t)ro;
+	expect("MEM_REG read-only mapping", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EFAULT);
+	mr = ok; mr.addr = (uintptr_t)half + 8; mr.length = 8192;
+	expect("MEM_REG runs into unmapped memory", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), EFAULT);
+	/* good: TX only, odd offset; then every handle slot */
+	for (n = 0; n < ODL_TB5_MAX_DMABUFS; n++) {
+		mr = ok;
+		if (ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr))
+			break;
+		h[n] = mr.handle;
+	}
+	ntest++;
+	if (n == ODL_TB5_MAX_DMABUFS && h[0] >= 1 && h[0] <= ODL_TB5_MAX_DMABUFS) {
+		printf("ok %d - MEM_REG: %d handles (odd offset, 3 pages)\n", ntest, n);
+	} else {
+		nfail++;
+		printf("not ok %d - MEM_REG: only %d handles: %s\n", ntest, n, strerror(errno));
+	}
+	mr = ok;
+	expect("MEM_REG with every handle slot taken", ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr), ENOSPC);
+	Z(s); s.size = sizeof(s); s.flags = ODL_TB5_F_HANDLE; s.buf_id = h[0];
+	s.dst_port = 1; s.offset = 3 * 4096 - 10; s.length = 11;
+	expect("SEND from registered memory past its end", ioctl(fd, ODL_TB5_IOC_SEND, &s), ERANGE);
+	Z(r); r.size = sizeof(r); r.flags = ODL_TB5_F_HANDLE; r.buf_id = h[0];
+	r.capacity = 4096;
+	expect("RECV into send-only registered memory", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
+	for (i = 0; i < n; i++) {
+		Z(rl); rl.size = sizeof(rl); rl.handle = h[i];
+		if (ioctl(fd, ODL_TB5_IOC_DMABUF_RELEASE, &rl))
+			break;
+	}
+	ntest++;
+	if (i == n) {
+		printf("ok %d - MEM_REG: all %d handles released\n", ntest, n);
+	} else {
+		nfail++;
+		printf("not ok %d - release of handle %u: %s\n", ntest, h[i], strerror(errno));
+	}
+	Z(rl); rl.size = sizeof(rl); rl.handle = h[0];
+	expect("DMABUF_RELEASE of a released MEM_REG handle", ioctl(fd, ODL_TB5_IOC_DMABUF_RELEASE, &rl), ENOENT);
+	munmap(ro, 8192);
+	munmap(half, 4096);
+}
+
+static void expect_comp(const char *what, int fd, uint64_t cookie, int status)
+{
+	struct odl_tb5_completion e[4];
+	struct odl_tb5_poll_cq pq = {
+		.size = sizeof(pq), .max_entries = 4, .entries_ptr = (uintptr_t)e,
+		.entry_size = sizeof(e[0]), .timeout_ms = 1000,
+	};
+	int rc = ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq);
+
+	ntest++;
+	if (!rc && pq.count == 1 && e[0].type == ODL_TB5_COMP_RECV &&
+	    e[0].cookie == cookie && e[0].status == status && !e[0].length) {
+		printf("ok %d - %s: one RECV completion, cookie %llu, status %d\n",
+		       ntest, what, (unsigned long long)cookie, status);
+	} else {
+		nfail++;
+		printf("not ok %d - %s: rc %d count %u type %u cookie %llu status %d\n",
+		       ntest, what, rc, pq.count, pq.count ? e[0].type : 0,
+		       (unsigned long long)(pq.count ? e[0].cookie : 0),
+		       pq.count ? e[0].status : 0);
+	}
+}
+
+/* keyed RECVs and CANCEL (1.4); fd is bound with RX buffers 2 and 3 */
+static void badinput_keyed(int fd, int fd2)
+{
+	struct odl_tb5_recv r;
+	struct odl_tb5_cancel cn;
+
+	Z(r); r.size = sizeof(r); r.buf_id = 2; r.capacity = 4096; r.key = 77;
+	r.cookie = 1077;
+	expect("RECV with key 77", ioctl(fd, ODL_TB5_IOC_RECV, &r), 0);
+	r.offset = 4096; r.cookie = 2077;
+	expect("RECV key 77 again (posted)", ioctl(fd, ODL_TB5_IOC_RECV, &r), EEXIST);
+	expect("RECV key 77 on another, unbound open", ioctl(fd2, ODL_TB5_IOC_RECV, &r), EDESTADDRREQ);
+	Z(cn); cn.size = 4; cn.key = 77;
+	expect("CANCEL size 4", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), EINVAL);
+	cn.size = sizeof(cn); cn.flags = 1;
+	expect("CANCEL flags", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), EINVAL);
+	cn.flags = 0; cn.reserved = 1;
+	expect("CANCEL reserved", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), EINVAL);
+	cn.reserved = 0; cn.key = 0;
+	expect("CANCEL key 0", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), EINVAL);
+	cn.key = 78;
+	expect("CANCEL a key never posted", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), ENOENT);
+	cn.key = 77;
+	expect("CANCEL key 77 from another open", ioctl(fd2, ODL_TB5_IOC_CANCEL, &cn), ENOENT);
+	expect("CANCEL key 77", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), 0);
+	expect_comp("the cancelled RECV completes", fd, 1077, -ECANCELED);
+	expect("CANCEL key 77 again", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), ENOENT);
+	r.offset = 0; r.cookie = 3077;
+	expect("RECV key 77 after the cancel", ioctl(fd, ODL_TB5_IOC_RECV, &r), 0);
+	expect("CANCEL it too", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), 0);
+	expect_comp("the second cancelled RECV completes", fd, 3077, -ECANCELED);
+}
+
 static int cmd_badinput(void)
 {
 	int fd = open_dev(), fd2 = open_dev();
@@ -426,10 +789,10 @@ static int cmd_badinput(void)
 	struct odl_tb5_dmabuf_release rl;
 	struct odl_tb5_submit sb;
 	struct odl_tb5_sqe sq[3];
+	struct odl_tb5_cancel cn;
 	unsigned char big[512];
 	void *m;
 
-#define Z(x) memset(&(x), 0, sizeof(x))
 	/* generic size rules */
 	Z(in); in.size = 4;
 	expect("GET_INFO size 4", ioctl(fd, ODL_TB5_IOC_GET_INFO, &in), EINVAL);
@@ -516,13 +879,16 @@ static int cmd_badinput(void)
 	expect("SEND offset overflow", ioctl(fd, ODL_TB5_IOC_SEND, &s), ERANGE);
 	s.offset = 0; s.length = 1; s.flags = ODL_TB5_F_DMABUF; s.buf_id = 1;
 	expect("SEND unknown DMA-buf handle", ioctl(fd, ODL_TB5_IOC_SEND, &s), ENOENT);
+	s.flags = 0; s.buf_id = 0; s.key = 3; s.reserved = 1;
+	expect("SEND reserved (1.4)", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.reserved = 0; s.key = 0; s.size = ODL_TB5_SEND_SIZE_VER0; s.length = 0;
+	expect("SEND 1.0-sized struct is still checked", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.size = sizeof(s);
 
 	/* recv */
 	Z(r); r.size = sizeof(r); r.buf_id = 2; r.capacity = 0;
 	expect("RECV capacity 0", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
-	r.capacity = 1; r.reserved = 1;
-	expect("RECV reserved", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
-	r.reserved = 0; r.buf_id = 0;
+	r.capacity = 1; r.buf_id = 0;
 	expect("RECV into a TX buffer", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
 	r.buf_id = 3; r.offset = 1; r.capacity = 65536;
 	expect("RECV range past end", ioctl(fd, ODL_TB5_IOC_RECV, &r), ERANGE);
@@ -547,6 +913,7 @@ static int cmd_badinput(void)
 	expect("POLL_CQ min_entries 4, nothing comes: timeout, count 0",
 	       ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) || pq.count, 0);
 	pq.timeout_ms = 0; pq.min_entries = 0;
+	badinput_keyed(fd, fd2);
 
 	/* submit (1.3): the batch, then each entry like SEND/RECV */
 	memset(sq, 0, sizeof(sq));
@@ -574,6 +941,12 @@ static int cmd_badinput(void)
 	expect("SUBMIT unknown op (first entry: nothing taken)", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
 	sq[2].op = ODL_TB5_SQE_RECV; sq[2].reserved = 1;
 	expect("SUBMIT entry reserved", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
+	sq[2].reserved = 0; sq[2].key = 5; sq[2].offset = 8192; sq[2].length = 4096;
+	expect("SUBMIT keyed RECV", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), 0);
+	expect("SUBMIT keyed RECV, key already posted", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EEXIST);
+	Z(cn); cn.size = sizeof(cn); cn.key = 5;
+	expect("CANCEL the SUBMITted keyed RECV", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), 0);
+	sq[2].key = 0; sq[2].offset = 0; sq[2].length = 1;
 	sq[2].reserved = 0; sq[2].dst_port = 1;
 	expect("SUBMIT RECV with dst_port", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
 	sq[2].dst_port = 0; sq[2].buf_id = 0;
@@ -616,6 +989,7 @@ static int cmd_badinput(void)
 	expect("DMABUF_IMPORT non-dmabuf fd", ioctl(fd, ODL_TB5_IOC_DMABUF_IMPORT, &im), EBADF);
 	Z(rl); rl.size = sizeof(rl); rl.handle = 1;
 	expect("DMABUF_RELEASE unknown handle", ioctl(fd, ODL_TB5_IOC_DMABUF_RELEASE, &rl), ENOENT);
+	badinput_memreg(fd);
 
 	/* nothing above changed the file's state */
 	Z(in); in.size = sizeof(in);
@@ -688,7 +1062,9 @@ struct fzf {
 
 static int cmd_fuzz(void)
 {
-	static const unsigned int nrs[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0x40, 0xff };
+	static const unsigned int nrs[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x40, 0xff };
+	/* memory that MEM_REG may pin (and sends/receives touch) */
+	static uint8_t fzmem[256 * 1024] __attribute__((aligned(4096)));
 	/* room for whatever a valid POLL_CQ may write (1024 x 256 bytes) */
 	static uint8_t ce[1024 * 256] __attribute__((aligned(8)));
 	struct fzf f[FZ_FILES];
@@ -727,6 +1103,8 @@ static int cmd_fuzz(void)
 			struct odl_tb5_dmabuf_import im;
 			struct odl_tb5_dmabuf_release rel;
 			struct odl_tb5_submit sb;
+			struct odl_tb5_mem_reg mr;
+			struct odl_tb5_cancel cn;
 		} u;
 		static struct odl_tb5_sqe fsq[ODL_TB5_MAX_SUBMIT + 2];
 		unsigned int nr = nrs[rnd_n(sizeof(nrs) / sizeof(nrs[0]))];
@@ -805,6 +1183,10 @@ static int cmd_fuzz(void)
 			u.s.offset = rnd_n(2) ? 0 : rnd_val(1 << 20);
 			u.s.length = rnd_n(2) ? rnd_n(20000) + 1 : rnd_val(1 << 22);
 			u.s.cookie = rnd();
+			if (!rnd_n(4))
+				u.s.key = (uint32_t)rnd_val(8);
+			if (!rnd_n(16))
+				u.s.reserved = (uint32_t)rnd();
 			break;
 		case 4:
 			sz = sizeof(u.r);
@@ -813,8 +1195,8 @@ static int cmd_fuzz(void)
 			u.r.offset = rnd_n(2) ? 0 : rnd_val(1 << 20);
 			u.r.capacity = rnd_n(2) ? rnd_n(20000) + 1 : rnd_val(1 << 22);
 			u.r.cookie = rnd();
-			if (!rnd_n(8))
-				u.r.reserved = (uint32_t)rnd();
+			if (!rnd_n(4))
+				u.r.key = (uint32_t)rnd_val(8);
 			break;
 		case 5:
 			sz = sizeof(u.pq);
@@ -870,9 +1252,34 @@ static int cmd_fuzz(void)
 				e->offset = rnd_n(2) ? 0 : rnd_val(1 << 20);
 				e->length = rnd_n(2) ? rnd_n(20000) + 1 : rnd_val(1 << 22);
 				e->cookie = rnd();
+				if (!rnd_n(4))
+					e->key = (uint32_t)rnd_val(8);
 				if (!rnd_n(16))
-					e->reserved = rnd();
+					e->reserved = (uint32_t)rnd();
 			}
+			break;
+		case 10:
+			sz = sizeof(u.mr);
+			u.mr.flags = (uint32_t)rnd_val(3);
+			switch (rnd_n(4)) {
+			case 0: u.mr.addr = rnd(); break;
+			case 1: u.mr.addr = (uintptr_t)"read-only"; break;
+			default: u.mr.addr = (uintptr_t)fzmem + rnd_n(8192); break;
+			}
+			u.mr.length = rnd_n(2) ? rnd_n(sizeof(fzmem) - 8192) + 1 :
+				rnd_val(sizeof(fzmem));
+			if (!rnd_n(16))
+				u.mr.handle = (uint32_t)rnd();
+			if (!rnd_n(16))
+				u.mr.reserved = (uint32_t)rnd();
+			break;
+		case 11:
+			sz = sizeof(u.cn);
+			u.cn.key = (uint32_t)rnd_val(8);
+			if (!rnd_n(16))
+				u.cn.flags = (uint32_t)rnd();
+			if (!rnd_n(16))
+				u.cn.reserved = (uint32_t)rnd();
 			break;
 		default:
 			sz = rnd_n(512);
@@ -942,14 +1349,15 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|krecv|ksend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((o = getopt(argc, argv, "Dd:p:q:n:s:S:")) != -1) {
+	while ((o = getopt(argc, argv, "DUd:p:q:n:s:S:")) != -1) {
 		switch (o) {
 		case 'D': use_dmabuf = 1; break;
+		case 'U': use_dmabuf = use_memreg = 1; break;
 		case 'd': devpath = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'q': peer_port = atoi(optarg); break;
@@ -976,6 +1384,10 @@ int main(int argc, char **argv)
 		return cmd_recv();
 	if (!strcmp(cmd, "send"))
 		return cmd_send();
+	if (!strcmp(cmd, "krecv"))
+		return cmd_krecv();
+	if (!strcmp(cmd, "ksend"))
+		return cmd_ksend();
 	fprintf(stderr, "unknown command %s\n", cmd);
 	return 2;
 }

@@ -54,6 +54,10 @@ pair 0 "latency-load" 'background load' --test latency-load --iterations 1000
 pair 0 "mimo 3 streams" 'aggregate:' --test mimo --streams 3 --iterations 300 --size 32K
 pair 0 "mimo json, duration" '"aggregate_gbps":' --test mimo --streams 2 --duration 0.3 --json
 pair 0 "no-verify" 'not verified' --test bandwidth --iterations 100 --no-verify
+pair 0 "bandwidth from user memory (registered, verified)" 'buffers: user memory \(registered\); library copied 0 bytes' --test bandwidth --size 100K --iterations 200 --user-memory
+pair 0 "latency with user memory" 'buffers: user memory' --test latency --iterations 300 --size 5000 --user-memory
+pair 0 "mimo with user memory" 'buffers: user memory' --test mimo --streams 2 --iterations 100 --size 64K --user-memory
+pair 1 "verify failure with user memory fails both sides" 'data mismatch' --test bandwidth --iterations 100 --corrupt-at 37 --user-memory
 pair 1 "verify failure (bandwidth) fails both sides" 'data mismatch' --test bandwidth --iterations 100 --corrupt-at 37
 pair 1 "verify failure (latency) fails both sides" 'data mismatch' --test latency --iterations 100 --corrupt-at 5
 pair 1 "verify failure (mimo) fails" 'data mismatch' --test mimo --streams 2 --iterations 100 --corrupt-at 10

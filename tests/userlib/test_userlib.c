@@ -1278,6 +1278,133 @@ START_TEST(t_poll_min)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* keyed messages (API 1.3) */
+
+#define KN 16
+#define KLATE 7
+
+static int keyed_sender(const char *name, void *arg)
+{
+	struct odl_tb5_completion c;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	int k, n = 0, got = 0;
+
+	(void)arg;
+	h = xopen(spec(name, 'a'), NULL);
+	if (!h || odl_tb5_buf_alloc(h, (KN + 2) * 4096, 0, &id, (void **)&b) ||
+	    odl_tb5_wait_peer(h, 5000))
+		return 10;
+	for (k = 0; k < KN; k++)
+		fill(b + k * 4096, 1000 + (size_t)k, (uint64_t)k + 1);
+	memcpy(b + KN * 4096, "U0", 2);
+	memcpy(b + KN * 4096 + 64, "U1", 2);
+	/* the late one first: its receive is posted only at the end */
+	if (odl_tb5_send_key(h, id, KLATE * 4096, 1000 + KLATE, 100 + KLATE, KLATE, 0))
+		return 11;
+	for (k = 0; k < KN; k++) {
+		if (k == KLATE)
+			continue;
+		if (odl_tb5_send_key(h, id, (uint64_t)k * 4096, 1000 + (uint64_t)k,
+				     100 + (uint32_t)k, (uint64_t)k, 0))
+			return 12;
+		if (++n == 3 && odl_tb5_send(h, id, KN * 4096, 2, 500, 0))
+			return 13;
+	}
+	if (odl_tb5_send(h, id, KN * 4096 + 64, 2, 501, 0) ||
+	    odl_tb5_send_key(h, id, 0, 100, 555, 555, 0))
+		return 14;
+	while (got < KN + 3) {
+		if (poll1(h, &c, 5000) != 1 || c.status)
+			return 15;
+		got++;
+	}
+	odl_tb5_close(h);
+	return 0;
+}
+
+START_TEST(t_keyed)
+{
+	const char *n = newname();
+	struct odl_tb5_completion c;
+	struct odl_tb5_info info;
+	int k, got = 0, unkeyed = 0, cancelled = 0;
+	uint8_t *mem, *b, *ub;
+	uint32_t id, uid;
+	odl_tb5_t *h;
+	pid_t pid;
+
+	h = xopen(spec(n, 'b'), NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_info(h, &info), 0);
+	ck_assert(info.features & ODL_TB5_FEAT_KEYED);
+	/* caller memory, moved straight (REG_DIRECT), not page aligned */
+	mem = malloc(KN * 4096 + 64);
+	ck_assert_ptr_nonnull(mem);
+	b = mem + 24;
+	memset(b, 0x5a, KN * 4096);
+	ck_assert_int_eq(odl_tb5_buf_register_flags(h, b, KN * 4096, 2, &id), -EINVAL);
+	ck_assert_int_eq(odl_tb5_buf_register_flags(h, b, KN * 4096,
+						    ODL_TB5_REG_DIRECT, &id), 0);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, 4096, ODL_TB5_BUF_RECV, &uid, (void **)&ub), 0);
+	for (k = KN - 1; k >= 0; k--)
+		if (k != KLATE)
+			ck_assert_int_eq(odl_tb5_post_recv_key(h, id, (uint64_t)k * 4096, 4096,
+							       100 + (uint32_t)k, (uint64_t)k, 0), 0);
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, 4096, 100, 77, 0), -EEXIST);
+	ck_assert_int_eq(odl_tb5_post_recv(h, uid, 0, 64, 500, 0), 0);
+	ck_assert_int_eq(odl_tb5_post_recv(h, uid, 64, 64, 501, 0), 0);
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, uid, 128, 64, 999, 999, 0), 0);
+	ck_assert_int_eq(odl_tb5_cancel_recv(h, 999), 0);
+	ck_assert_int_eq(odl_tb5_cancel_recv(h, 999), -ENOENT);
+	ck_assert_int_eq(odl_tb5_cancel_recv(h, 0), -EINVAL);
+	ck_assert_int_eq(odl_tb5_cancel_recv(NULL, 1), -EINVAL);
+	pid = run_child(keyed_sender, n, NULL);
+	while (got < KN - 1 || unkeyed < 2 || !cancelled) {
+		ck_assert_int_eq(poll1(h, &c, 5000), 1);
+		if (c.cookie == 999) {
+			ck_assert_int_eq(c.status, -ECANCELED);
+			cancelled = 1;
+			continue;
+		}
+		if (c.cookie >= 500) {
+			/* unkeyed: in order, between the keyed ones */
+			ck_assert_uint_eq(c.cookie, 500 + (uint64_t)unkeyed);
+			ck_assert_int_eq(c.status, 0);
+			ck_assert_int_eq(ub[64 * unkeyed + 1], '0' + unkeyed);
+			unkeyed++;
+			continue;
+		}
+		k = (int)c.cookie;
+		ck_assert_int_ne(k, KLATE);
+		ck_assert_int_eq(c.status, 0);
+		ck_assert_uint_eq(c.length, 1000 + (uint64_t)k);
+		ck_assert_int_eq(check_fill(b + k * 4096, 1000 + (size_t)k, (uint64_t)k + 1), 0);
+		ck_assert_int_eq(b[k * 4096 + 1000 + k], 0x5a);	/* nothing past it */
+		got++;
+	}
+	/* the first message sent waited aside for its receive */
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, KLATE * 4096, 4096, 100 + KLATE,
+					       KLATE, 0), 0);
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_uint_eq(c.cookie, KLATE);
+	ck_assert_int_eq(c.status, 0);
+	ck_assert_int_eq(check_fill(b + KLATE * 4096, 1000 + KLATE, KLATE + 1), 0);
+	/* a keyed message larger than its receive: -EMSGSIZE, real length */
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, 10, 555, 555, 0), 0);
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_uint_eq(c.cookie, 555);
+	ck_assert_int_eq(c.status, -EMSGSIZE);
+	ck_assert_uint_eq(c.length, 100);
+	ck_assert_int_eq(child_status(pid), 0);
+	odl_tb5_close(h);
+	free(mem);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *userlib_suite(void)
@@ -1303,6 +1430,7 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_corrupt_peer);
 	tcase_add_test(tc, t_lost_message);
 	tcase_add_test(tc, t_poll_min);
+	tcase_add_test(tc, t_keyed);
 	suite_add_tcase(s, tc);
 	return s;
 }

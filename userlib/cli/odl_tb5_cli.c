@@ -49,7 +49,7 @@ struct ctl {
 };
 
 struct opts {
-	bool server, client, json, verify, busy;
+	bool server, client, json, verify, busy, user_mem;
 	enum test test;
 	const char *device;
 	uint32_t port;
@@ -242,12 +242,43 @@ static odl_tb5_t *open_port(uint32_t port)
 	return open_port_sized(port, 0, false);
 }
 
+/* --user-memory buffers: registered with a handle, freed after it closed */
+static void **user_mem;
+static size_t n_user_mem, cap_user_mem;
+
+static int keep_user_mem(void *m)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&open_lock);
+	if (n_user_mem == cap_user_mem) {
+		size_t cap = cap_user_mem ? 2 * cap_user_mem : 64;
+		void **n = realloc(user_mem, cap * sizeof(*n));
+
+		if (n) {
+			user_mem = n;
+			cap_user_mem = cap;
+		}
+	}
+	if (n_user_mem < cap_user_mem)
+		user_mem[n_user_mem++] = m;
+	else
+		r = -ENOMEM;
+	pthread_mutex_unlock(&open_lock);
+	return r;
+}
+
 static void close_all(void)
 {
 	pthread_mutex_lock(&open_lock);
 	for (unsigned int i = 0; i < n_open; i++)
 		odl_tb5_close(open_handles[i]);
 	n_open = 0;
+	for (size_t i = 0; i < n_user_mem; i++)
+		free(user_mem[i]);
+	free(user_mem);
+	user_mem = NULL;
+	n_user_mem = cap_user_mem = 0;
 	pthread_mutex_unlock(&open_lock);
 }
 
@@ -477,6 +508,33 @@ static void fill_tx(struct stream *s, uint8_t *p, uint64_t idx)
 }
 
 /* source and/or sink, windowed */
+/*
+ * A data buffer of size bytes: from the library (in the driver's area), or
+ * with --user-memory the tool's own heap memory (deliberately not page
+ * aligned), registered (the library pins it with the driver where it can)
+ */
+static int data_buf(odl_tb5_t *h, uint64_t size, uint32_t flags, uint32_t *id,
+		    uint8_t **addr)
+{
+	uint8_t *m;
+	int r;
+
+	if (!O.user_mem)
+		return odl_tb5_buf_alloc(h, size, flags, id, (void **)addr);
+	m = malloc(size + 64);
+	if (!m)
+		return -ENOMEM;
+	if (keep_user_mem(m)) {		/* freed by close_all */
+		free(m);
+		return -ENOMEM;
+	}
+	r = odl_tb5_buf_register(h, m + 8, size, id);
+	if (r)
+		return r;
+	*addr = m + 8;
+	return 0;
+}
+
 static void run_duplex(struct stream *s)
 {
 	bool src = s->role & R_SOURCE, snk = s->role & R_SINK;
@@ -493,16 +551,14 @@ static void run_duplex(struct stream *s)
 		die("out of memory");
 	for (i = 0; i < W; i++) {
 		if (src) {
-			if (odl_tb5_buf_alloc(s->h, sub, ODL_TB5_BUF_SEND, &tid[i],
-					      (void **)&tb[i]))
+			if (data_buf(s->h, sub, ODL_TB5_BUF_SEND, &tid[i], &tb[i]))
 				die("cannot allocate %" PRIu64 " byte buffers", sub);
 			free_tx[nfree++] = i;
 		}
 		if (snk) {
 			int r;
 
-			if (odl_tb5_buf_alloc(s->h, sub, ODL_TB5_BUF_RECV, &rid[i],
-					      (void **)&rb[i]))
+			if (data_buf(s->h, sub, ODL_TB5_BUF_RECV, &rid[i], &rb[i]))
 				die("cannot allocate %" PRIu64 " byte buffers", sub);
 			r = odl_tb5_post_recv(s->h, rid[i], 0, s->size, i, 0);
 			if (r)
@@ -652,8 +708,8 @@ static void run_ping(struct stream *s)
 	uint8_t *tb, *rb;
 	int r;
 
-	if (odl_tb5_buf_alloc(s->h, sub, ODL_TB5_BUF_SEND, &tid, (void **)&tb) ||
-	    odl_tb5_buf_alloc(s->h, sub, ODL_TB5_BUF_RECV, &rid, (void **)&rb))
+	if (data_buf(s->h, sub, ODL_TB5_BUF_SEND, &tid, &tb) ||
+	    data_buf(s->h, sub, ODL_TB5_BUF_RECV, &rid, &rb))
 		die("cannot allocate buffers");
 	while (more_to_send(s) && !s->fail && !atomic_load(&g_abort)) {
 		uint64_t t0;
@@ -710,7 +766,7 @@ static void run_pong(struct stream *s)
 	int r;
 
 	for (int i = 0; i < LAT_SLOTS; i++) {
-		if (odl_tb5_buf_alloc(s->h, sub, 0, &ids[i], (void **)&bufs[i]))
+		if (data_buf(s->h, sub, 0, &ids[i], &bufs[i]))
 			die("cannot allocate buffers");
 		r = odl_tb5_post_recv(s->h, ids[i], 0, s->size, (uint64_t)i, 0);
 		if (r)
@@ -1077,6 +1133,21 @@ static int report_failures(const char *who)
 	return bad;
 }
 
+/* what the library copied for the data streams (stats.copied_bytes) */
+static void print_copies(const char *who)
+{
+	struct odl_tb5_stats st;
+	uint64_t copied = 0;
+
+	if (O.json)
+		return;
+	for (uint32_t i = 0; i < NS; i++)
+		if (S[i].h && odl_tb5_stats(S[i].h, &st) == 0)
+			copied += st.copied_bytes;
+	printf("%s: %s: buffers: %s; library copied %" PRIu64 " bytes\n", prog, who,
+	       O.user_mem ? "user memory (registered)" : "library", copied);
+}
+
 static void print_results(struct ctl *res, uint64_t srv_errors)
 {
 	struct lat_stats L;
@@ -1249,8 +1320,10 @@ static int run_client(void)
 		bad = 1;
 	}
 	errors += m.errors;
-	if (!bad)
+	if (!bad) {
 		print_results(&m, errors);
+		print_copies("client");
+	}
 	else if (O.json)
 		printf("{\"test\":\"%s\",\"error\":true,\"errors\":%" PRIu64 "}\n",
 		       test_names[O.test], errors);
@@ -1321,6 +1394,7 @@ static int run_server(void)
 		printf("%s: server: test %s, %u stream(s), %" PRIu64 " messages / %" PRIu64
 		       " bytes received, %s\n", prog, test_names[O.test], NS, count, bytes,
 		       bad ? "FAILED" : O.verify ? "all data verified" : "not verified");
+	print_copies("server");
 	/* let the client read RESULT before the channel goes away */
 	ctl_recv(&cc, &m, 2000, CTL_MAY_END);
 	close_all();
@@ -1379,6 +1453,8 @@ static void usage(FILE *f)
 "  -b, --busy-poll           spin instead of sleeping while waiting\n"
 "  -j, --json                one JSON object on stdout instead of tables\n"
 "      --no-verify           do not fill and check the data pattern\n"
+"      --user-memory         data buffers in the tool's own memory, registered\n"
+"                            (kernel: pinned by the driver, no library copy)\n"
 "      --seed N              pattern seed\n"
 "      --corrupt-at N        (testing) corrupt the client's N-th message (1-based)\n"
 "  -h, --help\n"
@@ -1404,6 +1480,7 @@ int main(int argc, char **argv)
 		{ "busy-poll", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-verify", no_argument, NULL, 'V' },
+		{ "user-memory", no_argument, NULL, 'u' },
 		{ "seed", required_argument, NULL, 'e' },
 		{ "corrupt-at", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1471,6 +1548,7 @@ int main(int argc, char **argv)
 		case 'b': O.busy = true; break;
 		case 'j': O.json = true; break;
 		case 'V': O.verify = false; break;
+		case 'u': O.user_mem = true; break;
 		case 'e': O.seed = parse_size(optarg, "seed"); break;
 		case 'C': O.corrupt_at = parse_size(optarg, "message number"); break;
 		case 'h': usage(stdout); return 0;

@@ -103,8 +103,12 @@ extern "C" {
 
 /* API version of this header: major changes break source compatibility. */
 #define ODL_TB5_API_MAJOR 1
-#define ODL_TB5_API_MINOR 2	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
-				 * 1.2: ODL_TB5_OPEN_BATCH, odl_tb5_poll_min */
+#define ODL_TB5_API_MINOR 3	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
+				 * 1.2: ODL_TB5_OPEN_BATCH, odl_tb5_poll_min;
+				 * 1.3: registered memory pinned by the driver,
+				 * odl_tb5_buf_register_flags, stats.copied_bytes,
+				 * keyed messages (odl_tb5_send_key,
+				 * odl_tb5_post_recv_key, odl_tb5_cancel_recv) */
 
 /* Version of the library actually loaded: (major << 16) | minor. */
 uint32_t odl_tb5_version(void);
@@ -204,6 +208,8 @@ enum odl_tb5_state {
 #define ODL_TB5_FEAT_POLLFD	(1u << 1)	/* odl_tb5_fd() gives a pollable fd */
 #define ODL_TB5_FEAT_E2E	(1u << 2)	/* end-to-end flow control on */
 #define ODL_TB5_FEAT_ZEROCOPY	(1u << 3)	/* odl_tb5_buf_alloc buffers DMA directly */
+#define ODL_TB5_FEAT_KEYED	(1u << 4)	/* 1.3: keyed messages work (kernel:
+						 * driver ABI 1.4, agreed with the peer) */
 
 struct odl_tb5_info {
 	char backend[16];	/* "kernel" or "shm" */
@@ -270,9 +276,26 @@ int odl_tb5_buf_alloc(odl_tb5_t *h, size_t size, uint32_t flags,
 /*
  * Register caller memory [addr, addr+size) as a buffer (the caller keeps
  * ownership; it must outlive the registration). Backends that cannot move
- * data from arbitrary memory copy through their own area.
+ * data from arbitrary memory copy through their own area. Kernel backend
+ * (1.3): with a driver of ABI 1.4 or later the library pins the memory
+ * (ODL_TB5_IOC_MEM_REG; any alignment, up to 1 GiB, writable memory,
+ * RLIMIT_MEMLOCK) and the driver copies straight between it and the ring
+ * frames: no library copy (stats.copied_bytes stays 0). It falls back to
+ * copying through the driver's area when pinning is refused (read-only
+ * memory, lock limit, all 16 handles in use) or ODL_TB5_NO_PIN=1 is set.
  */
 int odl_tb5_buf_register(odl_tb5_t *h, void *addr, size_t size, uint32_t *id);
+
+/*
+ * API 1.3: odl_tb5_buf_register with flags. ODL_TB5_REG_DIRECT: data must
+ * move straight between this memory and the transport; where the backend
+ * would copy it through its own area instead (kernel: the driver cannot pin
+ * it, or is older than ABI 1.4) fail with -EOPNOTSUPP. The shm backend
+ * always moves data straight between caller memory and its shared ring.
+ */
+#define ODL_TB5_REG_DIRECT	(1u << 0)
+int odl_tb5_buf_register_flags(odl_tb5_t *h, void *addr, size_t size,
+			       uint32_t flags, uint32_t *id);
 
 /*
  * Import a DMA-buf (fd, offset, size) as a send source / receive target.
@@ -310,6 +333,29 @@ int odl_tb5_send(odl_tb5_t *h, uint32_t id, uint64_t offset, uint64_t len,
 /* Post a receive of up to cap bytes into buffer id at offset (cap may be 0). */
 int odl_tb5_post_recv(odl_tb5_t *h, uint32_t id, uint64_t offset,
 		      uint64_t cap, uint64_t cookie, uint32_t flags);
+
+/*
+ * API 1.3, keyed messages (info.features has ODL_TB5_FEAT_KEYED): a send
+ * with a non-zero key goes to the receive the peer posted with the same
+ * key, whatever it posted or was sent before; key 0 is odl_tb5_send /
+ * odl_tb5_post_recv, delivered in order to the oldest unkeyed receive. A
+ * keyed message that arrives before its receive is posted waits for it
+ * (held back by the driver or the library, up to 64 messages / 16 MiB per
+ * endpoint, then the stream waits too). Keys of the receives posted on one
+ * handle are unique: -EEXIST (kernel: reported by the driver, in batch mode
+ * as the receive's completion status). -EOPNOTSUPP where keys do not work.
+ */
+int odl_tb5_send_key(odl_tb5_t *h, uint32_t id, uint64_t offset, uint64_t len,
+		     uint32_t key, uint64_t cookie, uint32_t flags);
+int odl_tb5_post_recv_key(odl_tb5_t *h, uint32_t id, uint64_t offset,
+			  uint64_t cap, uint32_t key, uint64_t cookie,
+			  uint32_t flags);
+/*
+ * Withdraw the receive posted with key (non-zero): it completes (poll)
+ * with -ECANCELED. -ENOENT when none is posted with that key (it completed,
+ * or a message is being written into it right now).
+ */
+int odl_tb5_cancel_recv(odl_tb5_t *h, uint32_t key);
 
 enum odl_tb5_op {
 	ODL_TB5_OP_SEND = 1,
@@ -377,7 +423,10 @@ struct odl_tb5_stats {
 	uint64_t waits;			/* sleeps / busy-poll loops entered */
 	uint64_t wakeups;		/* peer notifications sent */
 	uint64_t rx_lost;		/* 1.1: losses reported by poll (-EBADMSG) */
-	uint64_t reserved[4];
+	uint64_t copied_bytes;		/* 1.3: bytes the library copied between
+					 * caller memory and the driver's area
+					 * (kernel backend; shm: 0) */
+	uint64_t reserved[3];
 };
 
 /* Per-handle counters since open or the last reset. */
