@@ -240,8 +240,9 @@ static int k_open(struct odl_tb5 *h, const char *path,
 	k->max_msg = ki.max_msg_size;
 	if (o->max_msg_size && o->max_msg_size < k->max_msg)
 		k->max_msg = o->max_msg_size;
-	if (k->max_msg > bsize)
-		k->max_msg = bsize;
+	/* (a library buffer is at most one driver buffer, bsize; registered
+	 * memory pinned by the driver takes the driver's whole max_msg_size)
+	 */
 	k->state = ki.state == K_STATE_CONNECTED ?
 		ODL_TB5_STATE_CONNECTED : ODL_TB5_STATE_WAITING;
 	k->abi_minor = ki.abi_minor;

@@ -71,7 +71,8 @@
 #define ODL_TB5_MAX_AREA_SIZE	(256u << 20)	/* all buffers of a file */
 #define ODL_TB5_DEFAULT_BUF_SIZE	(4u << 20)
 #define ODL_TB5_MAX_OUTSTANDING	256	/* sends, and receives, per file */
-#define ODL_TB5_MAX_DMABUFS	16	/* imported DMA-bufs per file */
+/* handles per file: DMA-buf imports and (1.4) MEM_REG; 16 before 1.4 */
+#define ODL_TB5_MAX_DMABUFS	64
 
 /* odl_tb5_info.state; 1.3: CONNECTED also means the peer confirmed that
  * its receive side is up (ODL_TB5_FEAT_RX_READY), so data can flow

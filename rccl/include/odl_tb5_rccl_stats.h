@@ -60,7 +60,14 @@ struct odl_tb5_rccl_stats {
 	uint64_t err_truncated;	/* messages larger than the posted receive */
 	uint64_t err_link;	/* link/library failures, peer resets */
 
-	uint64_t reserved[16];
+	/* zero copy (in place of reserved words; 0 from older plugins) */
+	uint64_t zc_tx_bytes;	/* of tx_bytes: sent straight from NCCL's buffer */
+	uint64_t zc_rx_bytes;	/* of rx_bytes: received straight into it */
+	uint64_t zc_regs;	/* registrations pinned for zero copy */
+	uint64_t zc_fallbacks;	/* receive entries / sends that took the staged way
+				 * although a key or registration was there */
+
+	uint64_t reserved[12];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -16,8 +16,20 @@
  *
  * Data moves only after the receiver's CTS, so every DATA chunk has a
  * destination buffer; sends are matched to CTS entries in posting order by
- * tag (FIFO per comm). Messages are staged through buffers allocated from
- * the library (bounce buffers: one copy on each side).
+ * tag (FIFO per comm).
+ *
+ * Zero copy: regMr registers NCCL's buffer with the library
+ * (odl_tb5_buf_register_flags, REG_DIRECT: the driver pins it). For a
+ * receive into such a buffer the plugin posts a keyed library receive right
+ * into it and puts the key in the CTS entry; a sender whose buffer is
+ * registered too sends the whole message with that key from its buffer: the
+ * driver copies between NCCL's pages and the DMA frames, the plugin copies
+ * nothing. Otherwise (unregistered memory, a message larger than the
+ * library's maximum, 0 bytes, a send larger than the receive, a peer that
+ * ignores keys) the message goes the staged way: DATA chunks through
+ * buffers allocated from the library (bounce buffers: one copy on each
+ * side), and the receiver withdraws its keyed receive (odl_tb5_cancel_recv)
+ * when the first DATA or DERR for that entry arrives.
  *
  * Locking: dev->mu protects all state of a device and its comms; dev->poll_mu
  * serialises "reap completions + process them" so that messages are handled
@@ -58,6 +70,10 @@
 #define DEFAULT_NTX 16
 #define DEFAULT_NRX 32
 #define DEFAULT_TEST_WAIT_US 200
+#define KTAB 512 /* keyed receives / zero-copy sends in flight per device */
+#define KC_RX (1ull << 40) /* library cookie: keyed receive, table slot below */
+#define KC_TX (1ull << 41) /* library cookie: zero-copy send */
+#define KC_SLOT 0xffffull
 
 #define COMM_MAGIC 0x4f444c43u /* "ODLC" */
 #define REQ_MAGIC 0x4f444c52u  /* "ODLR" */
@@ -224,7 +240,7 @@ _Static_assert(sizeof(struct wire_hdr) == 48, "wire header");
 
 struct wire_cts_ent {
 	int32_t tag;
-	uint32_t pad;
+	uint32_t key; /* 0, or the key of the receiver's keyed library receive */
 	uint64_t size;
 };
 
@@ -253,6 +269,7 @@ enum comm_state { S_PENDING = 0, S_READY, S_PEER_CLOSED, S_FAILED };
 
 struct odlp_dev;
 struct odlp_comm;
+struct odlp_mr;
 
 struct odlp_req {
 	uint32_t magic;
@@ -266,6 +283,8 @@ struct odlp_req {
 	uint64_t ssize, sent, cap;
 	int stag;
 	uint32_t dst_seq, dst_idx;
+	uint32_t dst_key;      /* the matched CTS entry's key */
+	struct odlp_mr *smr;   /* the send's registration, if any */
 	/* recv */
 	int n, ndone;
 	uint32_t seq;
@@ -273,14 +292,36 @@ struct odlp_req {
 	uint64_t rcap[MAX_RECVS], rgot[MAX_RECVS], rtotal[MAX_RECVS];
 	int rtag[MAX_RECVS];
 	uint8_t rdone[MAX_RECVS];
+	uint32_t rkey[MAX_RECVS]; /* keyed library receive posted, 0 none */
+	int rks[MAX_RECVS];	  /* its slot in dev->krx */
 };
 
 struct cts_ent {
 	uint32_t seq;
 	int n;
 	int32_t tag[MAX_RECVS];
+	uint32_t key[MAX_RECVS];
 	uint64_t size[MAX_RECVS];
 	uint8_t used[MAX_RECVS];
+};
+
+struct odlp_mr {
+	uint32_t magic;
+	int type;
+	char *base;
+	uint64_t size;
+	struct odlp_dev *dev; /* zc: registered with this device's library handle */
+	uint32_t lib_id;
+	bool zc;
+};
+
+/* a keyed receive in flight: its request entry (r NULL: forgotten, the
+ * completion is only awaited to free the slot) */
+struct krx_ent {
+	uint32_t key;
+	bool busy;
+	struct odlp_req *r;
+	int idx;
 };
 
 struct conn_pending {
@@ -341,6 +382,14 @@ struct odlp_dev {
 	uint32_t ntx_free;
 	struct ctrl_msg *cq_head, *cq_tail;
 	struct odlp_req *job_head, *job_tail;
+	/* zero copy (keyed library operations) */
+	bool zc;		     /* registrations may pin (ODL_TB5_RCCL_ZEROCOPY) */
+	uint32_t next_key;
+	struct krx_ent krx[KTAB];
+	struct odlp_req *ktx[KTAB]; /* zero-copy sends in flight (NULL: forgotten) */
+	bool ktx_busy[KTAB];
+	int ktx_hint, krx_hint;
+	struct odlp_req *zq_head, *zq_tail; /* zero-copy sends not handed over yet */
 	/* progress thread */
 	pthread_t thr;
 	bool thr_started;
@@ -451,9 +500,10 @@ static void job_push(struct odlp_dev *d, struct odlp_req *r)
 	d->job_tail = r;
 }
 
-static void jobs_remove_comm(struct odlp_dev *d, struct odlp_comm *c)
+static void reqs_remove_comm(struct odlp_req **head, struct odlp_req **tail,
+			     struct odlp_comm *c)
 {
-	struct odlp_req **pp = &d->job_head, *last = NULL;
+	struct odlp_req **pp = head, *last = NULL;
 
 	while (*pp) {
 		if ((*pp)->comm == c) {
@@ -463,7 +513,65 @@ static void jobs_remove_comm(struct odlp_dev *d, struct odlp_comm *c)
 			pp = &(*pp)->qnext;
 		}
 	}
-	d->job_tail = last;
+	*tail = last;
+}
+
+/* a comm goes away: forget its queued work and its operations in flight
+ * (their completions still arrive and only free their slots); its keyed
+ * receives are withdrawn */
+static void jobs_remove_comm(struct odlp_dev *d, struct odlp_comm *c)
+{
+	reqs_remove_comm(&d->job_head, &d->job_tail, c);
+	reqs_remove_comm(&d->zq_head, &d->zq_tail, c);
+	for (int i = 0; i < KTAB; i++) {
+		if (d->ktx[i] && d->ktx[i]->comm == c)
+			d->ktx[i] = NULL;
+		if (d->krx[i].busy && d->krx[i].r && d->krx[i].r->comm == c) {
+			d->krx[i].r = NULL;
+			if (!d->dead)
+				odl_tb5_cancel_recv(d->h, d->krx[i].key);
+		}
+	}
+}
+
+static int ktx_get(struct odlp_dev *d)
+{
+	for (int n = 0; n < KTAB; n++) {
+		int i = (d->ktx_hint + n) % KTAB;
+
+		if (!d->ktx_busy[i]) {
+			d->ktx_busy[i] = true;
+			d->ktx_hint = (i + 1) % KTAB;
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int krx_get(struct odlp_dev *d)
+{
+	for (int n = 0; n < KTAB; n++) {
+		int i = (d->krx_hint + n) % KTAB;
+
+		if (!d->krx[i].busy) {
+			d->krx[i].busy = true;
+			d->krx_hint = (i + 1) % KTAB;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* offset of [data, data + size) in a zero-copy registration, or -1 */
+static int64_t zc_offset(const struct odlp_dev *d, const struct odlp_mr *mr, const void *data,
+			 uint64_t size)
+{
+	const char *p = data;
+
+	if (!mr || mr->magic != MR_MAGIC || !mr->zc || mr->dev != d || !size ||
+	    size > d->info.max_msg_size || p < mr->base || p + size > mr->base + mr->size)
+		return -1;
+	return (int64_t)(p - mr->base);
 }
 
 /* Send one staged message; false if the library queue is full or failed. */
@@ -550,12 +658,40 @@ static void tx_pump_slots(struct odlp_dev *d)
  * (these sends, and receives reposted since the last call) to the device in
  * one go (odl_tb5_pending submits the library's queue).
  */
+/* Hand matched zero-copy sends to the library while it takes them. */
+static void zc_pump(struct odlp_dev *d)
+{
+	while (!d->dead && d->zq_head) {
+		struct odlp_req *r = d->zq_head;
+		int64_t off = zc_offset(d, r->smr, r->sdata, r->ssize);
+		int slot = ktx_get(d), rc;
+
+		if (slot < 0)
+			return;
+		rc = odl_tb5_send_key(d->h, r->smr->lib_id, (uint64_t)off, r->ssize, r->dst_key,
+				      KC_TX | (uint64_t)slot, ODL_TB5_F_NONBLOCK);
+		if (rc) {
+			d->ktx_busy[slot] = false;
+			if (rc != -EAGAIN)
+				mark_dead(d, rc);
+			return;
+		}
+		d->ktx[slot] = r;
+		d->zq_head = r->qnext;
+		if (!d->zq_head)
+			d->zq_tail = NULL;
+		r->sent = r->ssize;
+		STAT_ADD(tx_bytes, r->ssize);
+	}
+}
+
 static void tx_pump(struct odlp_dev *d)
 {
 	unsigned int s, r;
 	int rc;
 
 	tx_pump_slots(d);
+	zc_pump(d);
 	if (d->batch && !d->dead && (rc = odl_tb5_pending(d->h, &s, &r)) < 0)
 		mark_dead(d, rc);
 }
@@ -582,6 +718,7 @@ static void match_sends(struct odlp_comm *c)
 		r->matched = 1;
 		r->dst_seq = e->seq;
 		r->dst_idx = (uint32_t)i;
+		r->dst_key = e->key[i];
 		r->cap = e->size[i];
 		if (r->ssize > r->cap) {
 			struct wire_hdr h = {
@@ -594,7 +731,17 @@ static void match_sends(struct odlp_comm *c)
 			r->err = ncclInvalidUsage;
 			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 			STAT_ADD(err_truncated, 1);
+		} else if (r->dst_key && zc_offset(d, r->smr, r->sdata, r->ssize) >= 0) {
+			/* straight from NCCL's buffer into the receive's */
+			r->qnext = NULL;
+			if (d->zq_tail)
+				d->zq_tail->qnext = r;
+			else
+				d->zq_head = r;
+			d->zq_tail = r;
 		} else {
+			if (r->dst_key)
+				STAT_ADD(zc_fallbacks, 1);
 			job_push(d, r);
 		}
 		for (i = 0; i < e->n; i++)
@@ -690,6 +837,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 		e->n = (int)h->idx;
 		for (int i = 0; i < e->n; i++) {
 			e->tag[i] = ent[i].tag;
+			e->key[i] = ent[i].key;
 			e->size[i] = ent[i].size;
 		}
 		c->cts_count++;
@@ -707,6 +855,13 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 			WARN("comm %u: unexpected %s seq %u idx %u", c->id,
 			     h->type == M_DATA ? "DATA" : "DERR", h->seq, h->idx);
 			return;
+		}
+		if (r->rkey[h->idx]) {
+			/* the sender went the staged way: withdraw the keyed
+			 * receive (its completion only frees the slot) */
+			d->krx[r->rks[h->idx]].r = NULL;
+			odl_tb5_cancel_recv(d->h, r->rkey[h->idx]);
+			r->rkey[h->idx] = 0;
 		}
 		r->rtotal[h->idx] = h->total;
 		if (h->type == M_DERR) {
@@ -740,6 +895,52 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 	}
 }
 
+/* A zero-copy send or keyed receive completed (d->mu held). */
+static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp)
+{
+	int slot = (int)(cp->cookie & KC_SLOT);
+	struct odlp_req *r;
+
+	if (slot >= KTAB)
+		return;
+	if (cp->cookie & KC_TX) {
+		r = d->ktx[slot];
+		d->ktx[slot] = NULL;
+		d->ktx_busy[slot] = false;
+		if (cp->status) {
+			mark_dead(d, cp->status);
+			return;
+		}
+		if (!r)
+			return;
+		STAT_ADD(tx_msgs, 1);
+		STAT_ADD(zc_tx_bytes, r->ssize);
+		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
+		if (d->waiters)
+			pthread_cond_broadcast(&d->cv);
+		return;
+	}
+	r = d->krx[slot].r;
+	int idx = d->krx[slot].idx;
+
+	d->krx[slot].busy = false;
+	d->krx[slot].r = NULL;
+	if (cp->status == -ECANCELED)
+		return; /* withdrawn: the entry went the staged way */
+	if (cp->status) {
+		mark_dead(d, cp->status);
+		return;
+	}
+	if (!r || r->rdone[idx])
+		return;
+	r->rkey[idx] = 0;
+	r->rgot[idx] = cp->length;
+	r->rtotal[idx] = cp->length;
+	STAT_ADD(rx_bytes, cp->length);
+	STAT_ADD(zc_rx_bytes, cp->length);
+	entry_done(r, idx);
+}
+
 /* Reap completions and act on them. Caller holds poll_mu (not mu). */
 static int dev_progress(struct odlp_dev *d, int timeout_ms)
 {
@@ -755,6 +956,10 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 		struct odl_tb5_completion *cp = &comps[i];
 		uint32_t slot = (uint32_t)cp->cookie;
 
+		if (cp->cookie & (KC_TX | KC_RX)) {
+			zc_complete(d, cp);
+			continue;
+		}
 		if (cp->op == ODL_TB5_OP_SEND) {
 			if (slot < d->ntx)
 				d->tx_free[d->ntx_free++] = slot;
@@ -932,6 +1137,8 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		pthread_condattr_destroy(&ca);
 	}
 	d->next_id = 1;
+	d->next_key = 1;
+	d->zc = env_long("ODL_TB5_RCCL_ZEROCOPY", 1, 0, 1) != 0;
 
 	/* properties */
 	if (strcmp(d->info.backend, "kernel") == 0) {
@@ -1002,7 +1209,7 @@ static void dev_teardown(struct odlp_dev *d)
 		dev_progress(d, 0);
 		pthread_mutex_unlock(&d->poll_mu);
 		if (odl_tb5_pending(d->h, &s, &r) < 0 ||
-		    (s == 0 && !d->cq_head && !d->job_head) ||
+		    (s == 0 && !d->cq_head && !d->job_head && !d->zq_head) ||
 		    odl_tb5_state(d->h) != ODL_TB5_STATE_CONNECTED)
 			break;
 		struct timespec ts = { 0, 500000 };
@@ -1022,6 +1229,10 @@ static void dev_teardown(struct odlp_dev *d)
 	}
 	d->cq_tail = NULL;
 	d->job_head = d->job_tail = NULL;
+	d->zq_head = d->zq_tail = NULL;
+	memset(d->krx, 0, sizeof(d->krx));
+	memset(d->ktx, 0, sizeof(d->ktx));
+	memset(d->ktx_busy, 0, sizeof(d->ktx_busy));
 	free(d->tx_free);
 	d->tx_free = NULL;
 	pthread_mutex_destroy(&d->mu);
@@ -1382,12 +1593,59 @@ static ncclResult_t close_comm(void *comm, enum comm_kind k)
 /* ------------------------------------------------------------------ */
 /* memory registration (host memory only) */
 
-struct odlp_mr {
-	uint32_t magic;
-	int type;
-	char *base;
-	uint64_t size;
-};
+/*
+ * Zero copy for a registration: the library pins the memory in the driver
+ * (REG_DIRECT); where it cannot (no keys on this link, lock limit, no free
+ * handle) the registration works the staged way.
+ */
+static void zc_register(struct odlp_dev *d, struct odlp_mr *mr)
+{
+	int rc;
+
+	if (!d->zc || !mr->size)
+		return;
+	pthread_mutex_lock(&d->mu);
+	if (!d->dead && !(d->info.features & ODL_TB5_FEAT_KEYED))
+		odl_tb5_info(d->h, &d->info); /* the peer may have connected since */
+	if (d->dead || !(d->info.features & ODL_TB5_FEAT_KEYED)) {
+		pthread_mutex_unlock(&d->mu);
+		return;
+	}
+	rc = odl_tb5_buf_register_flags(d->h, mr->base, mr->size, ODL_TB5_REG_DIRECT,
+					&mr->lib_id);
+	if (rc == 0) {
+		mr->dev = d;
+		mr->zc = true;
+		STAT_ADD(zc_regs, 1);
+	} else {
+		INFO("regMr %p+%llu: no zero copy (%s), staged copies", (void *)mr->base,
+		     (unsigned long long)mr->size, odl_tb5_strerror(rc));
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* Unpin; operations still naming it finish first (bounded wait). */
+static void zc_unregister(struct odlp_mr *mr)
+{
+	struct odlp_dev *d = mr->dev;
+	int rc = 0;
+
+	if (!mr->zc || !d)
+		return;
+	for (int i = 0; i < 2000; i++) {
+		pthread_mutex_lock(&d->mu);
+		rc = d->h ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
+		pthread_mutex_unlock(&d->mu);
+		if (rc != -EBUSY)
+			break;
+		try_progress(d);
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (rc)
+		WARN("deregMr %p: %s; left registered", (void *)mr->base, odl_tb5_strerror(rc));
+	mr->zc = false;
+}
 
 static ncclResult_t core_regmr(void *comm, void *data, uint64_t size, int type, void **mhandle)
 {
@@ -1410,6 +1668,7 @@ static ncclResult_t core_regmr(void *comm, void *data, uint64_t size, int type, 
 	mr->type = type;
 	mr->base = data;
 	mr->size = size;
+	zc_register(c->dev, mr);
 	*mhandle = mr;
 	STAT_ADD(op_regmr, 1);
 	return ncclSuccess;
@@ -1422,6 +1681,7 @@ static ncclResult_t core_deregmr(void *comm, void *mhandle)
 	(void)comm; /* the MR does not depend on the comm: either may go first */
 	if (!mr || mr->magic != MR_MAGIC)
 		return fail(ncclInternalError);
+	zc_unregister(mr);
 	mr->magic = 0;
 	free(mr);
 	STAT_ADD(op_deregmr, 1);
@@ -1501,6 +1761,7 @@ static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int ta
 	r->sdata = data;
 	r->ssize = size;
 	r->stag = tag;
+	r->smr = mhandle;
 	r->qnext = NULL;
 	if (c->sq_tail)
 		c->sq_tail->qnext = r;
@@ -1513,6 +1774,43 @@ static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int ta
 	STAT_ADD(op_isend, 1);
 	*request = r;
 	return ncclSuccess;
+}
+
+/*
+ * Post a keyed library receive for entry i straight into its registered
+ * buffer (d->mu held); its key for the CTS, or 0: the entry takes the
+ * staged way.
+ */
+static uint32_t zc_post(struct odlp_dev *d, struct odlp_req *r, int i, void *mhandle)
+{
+	const struct odlp_mr *mr = mhandle;
+	int64_t off = zc_offset(d, mr, r->rdata[i], r->rcap[i]);
+	uint32_t key;
+	int slot, rc;
+
+	if (off < 0 || d->dead)
+		return 0;
+	slot = krx_get(d);
+	if (slot < 0) {
+		STAT_ADD(zc_fallbacks, 1);
+		return 0;
+	}
+	key = d->next_key++;
+	if (!key)
+		key = d->next_key++;
+	rc = odl_tb5_post_recv_key(d->h, mr->lib_id, (uint64_t)off, r->rcap[i], key,
+				   KC_RX | (uint64_t)slot, ODL_TB5_F_NONBLOCK);
+	if (rc) {
+		d->krx[slot].busy = false;
+		STAT_ADD(zc_fallbacks, 1);
+		return 0;
+	}
+	d->krx[slot].key = key;
+	d->krx[slot].r = r;
+	d->krx[slot].idx = i;
+	r->rkey[i] = key;
+	r->rks[i] = slot;
+	return key;
 }
 
 static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_t *sizes, int *tags,
@@ -1551,7 +1849,7 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 		r->rcap[i] = sizes[i];
 		r->rtag[i] = tags[i];
 		ent[i].tag = tags[i];
-		ent[i].pad = 0;
+		ent[i].key = zc_post(d, r, i, mhandles ? mhandles[i] : NULL);
 		ent[i].size = sizes[i];
 	}
 	struct wire_hdr h = { .type = M_CTS, .dst = c->peer_id, .src = c->id, .seq = r->seq,

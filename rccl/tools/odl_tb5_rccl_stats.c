@@ -78,7 +78,9 @@ int main(int argc, char **argv)
 		{ "op_deregmr", LD(op_deregmr) }, { "op_close", LD(op_close) },
 		{ "null_requests", LD(null_requests) }, { "errors", LD(errors) },
 		{ "err_bad_args", LD(err_bad_args) }, { "err_truncated", LD(err_truncated) },
-		{ "err_link", LD(err_link) },
+		{ "err_link", LD(err_link) }, { "zc_tx_bytes", LD(zc_tx_bytes) },
+		{ "zc_rx_bytes", LD(zc_rx_bytes) }, { "zc_regs", LD(zc_regs) },
+		{ "zc_fallbacks", LD(zc_fallbacks) },
 	};
 	if (json) {
 		printf("{\"path\": \"%s\", \"version\": %u, \"uptime_s\": %.3f", path, s->version, uptime);

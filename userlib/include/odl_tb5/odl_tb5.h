@@ -156,7 +156,9 @@ struct odl_tb5_open_opts {
 				 * two 64 KiB .. 256 MiB; 0 = default (4 MiB).
 				 * kernel: bytes of each of the 2 TX + 2 RX
 				 * driver buffers (page multiple, <= 64 MiB;
-				 * 0 = 8 MiB); bounds buffer and message size */
+				 * 0 = 8 MiB); bounds the size of a buffer from
+				 * odl_tb5_buf_alloc (registered memory: the
+				 * driver's max_msg_size) */
 	uint64_t max_msg_size;	/* 0 = backend maximum (shm: 64 MiB); shm:
 				 * the smaller of both sides' values is used */
 	uint64_t reserved[4];
@@ -282,7 +284,7 @@ int odl_tb5_buf_alloc(odl_tb5_t *h, size_t size, uint32_t flags,
  * RLIMIT_MEMLOCK) and the driver copies straight between it and the ring
  * frames: no library copy (stats.copied_bytes stays 0). It falls back to
  * copying through the driver's area when pinning is refused (read-only
- * memory, lock limit, all 16 handles in use) or ODL_TB5_NO_PIN=1 is set.
+ * memory, lock limit, all 64 handles in use) or ODL_TB5_NO_PIN=1 is set.
  */
 int odl_tb5_buf_register(odl_tb5_t *h, void *addr, size_t size, uint32_t *id);
 
