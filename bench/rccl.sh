@@ -19,6 +19,15 @@
 #              iterations after a warm-up, every result verified; one run per
 #              --slice (default 4 MiB and 512 KiB; the first is the headline).
 #              busbw = S * 2(n-1)/n / t = S / t for two ranks (nccl-tests).
+#              The plugin moves registered buffers zero copy (keyed receives
+#              into NCCL's buffer, docs/net-plugin.md); the headline slice is
+#              also run with ODL_TB5_RCCL_ZEROCOPY=0 (every byte staged, one
+#              copy on each side) for the A/B in the same run (--no-staged:
+#              not), and with --op none: the same data movement with the
+#              reduction skipped (every byte received still checked): the
+#              plugin's transport alone, without the int32 adds that a GPU
+#              system does on the GPU and that here take the guest's one
+#              emulated CPU.
 # Headline ratio = median plugin busbw / median bidirectional raw per direction
 # (a two-rank ring all-reduce moves S/2 each way in each phase, both directions
 # at once: the peer that does the same is the bidirectional one); the ratio
@@ -32,13 +41,15 @@ size=64
 rounds=5
 iters=2
 slices=()
+staged=1
 while [ $# -gt 0 ]; do
 	case $1 in
+	--no-staged) staged=0; shift ;;
 	--size) size=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--slice) slices+=("$2"); shift 2 ;;
-	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,33p' "$0"; exit 0 ;;
 	*) echo "bench/rccl.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -90,12 +101,12 @@ j["guest_busy_pct"]=round(100*(int(b[1])-int(a[1]))/(int(b[2])-int(a[2]))); prin
 		"$j" "$(echo "$out" | grep '^busy0')" "$(echo "$out" | grep '^busy1')"
 }
 
-# plugin SLICE PORT: all-reduce benchmark; prints rank 0's bench JSON
+# plugin SLICE PORT [ZEROCOPY [OP]]: all-reduce benchmark; prints rank 0's bench JSON
 plugin() {
-	local slice=$1 port=$2 args out
-	args="--bench $bytes --iters $iters --slice $slice --deadline 300"
-	va sh -c "rm -f /tmp/nb.out; setsid sh -c '/tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > /tmp/nb.out 2>&1 < /dev/null &" || return 1
-	out=$(vb /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
+	local slice=$1 port=$2 zc=${3:-1} op=${4:-sum} args out
+	args="--bench $bytes --iters $iters --slice $slice --op $op --deadline 300"
+	va sh -c "rm -f /tmp/nb.out; setsid sh -c 'ODL_TB5_RCCL_ZEROCOPY=$zc /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > /tmp/nb.out 2>&1 < /dev/null &" || return 1
+	out=$(vb env ODL_TB5_RCCL_ZEROCOPY="$zc" /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
 	wait_for "va grep -q netconf-exit=0 /tmp/nb.out" 60 || { va cat /tmp/nb.out >&2; return 1; }
 	va cat /tmp/nb.out | sed -n 's/^# bench //p' | grep '^{'
 }
@@ -132,6 +143,18 @@ for r in $(seq 1 "$rounds"); do
 					'BEGIN { printf "%.0f", b < 0 ? -1 : 100 * b / (n * 8 / (g * 1e9)) }') "
 				echo "bench/rccl.sh: round $r plugin all-reduce slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 per iteration: process CPU $(json_field "$j" cpu_s_avg) s, reducing $(json_field "$j" reduce_s_avg) s; guest a busy $(last "${res[busy$s]}") %)"
 			done
+			s=${slices[0]}
+			port=$((port + 1))
+			j=$(plugin "$s" $port 1 none) || fail "plugin all-reduce data movement (slice $s) failed"
+			res[nop$s]+="$(json_field "$j" busbw_avg_gbps) "
+			echo "bench/rccl.sh: round $r plugin all-reduce data movement (reduction skipped) slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
+			if [ "$staged" = 1 ]; then
+				port=$((port + 1))
+				j=$(plugin "$s" $port 0) || fail "plugin all-reduce (slice $s, staged) failed"
+				res[st$s]+="$(json_field "$j" busbw_avg_gbps) "
+				res[stcpu$s]+="$(json_field "$j" cpu_s_avg) "
+				echo "bench/rccl.sh: round $r plugin all-reduce slice $s, staged (zero copy off): busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
+			fi
 		fi
 	done
 done
@@ -168,10 +191,18 @@ out=$top/bench/results/rccl-allreduce-$ts
 	for s in "${slices[@]}"; do
 		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((s >> 10)) KiB" "$(median "${res[p$s]}")" "${res[p$s]}"
 	done
+	if [ "$staged" = 1 ]; then
+		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, staged" "$(median "${res[st$head]}")" "${res[st$head]}"
+	fi
+	printf '%-58s %10s  %s\n' "plugin all-reduce data movement, no reduction, $((head >> 10)) KiB" "$(median "${res[nop$head]}")" "${res[nop$head]}"
 	echo "RATIO plugin all-reduce busbw (slice $((head >> 10)) KiB) / bidirectional raw per direction: $ratio (target >= 0.9)"
 	echo "  per round (same round's raw): $rr"
 	echo "  against one-way raw: $ratio1"
+	echo "RATIO plugin transport (all-reduce data movement, reduction skipped) / bidirectional raw: $(div "$(median "${res[nop$head]}")" "$bidm") (per round: $(round_ratios "${res[nop$head]}" "${res[bidir]}"))"
 	echo "  guest a busy (% of the time): raw mimo 1 stream (client run) ${res[busy_raw]}; plugin all-reduce (timed iterations) ${res[busy$head]}"
+	if [ "$staged" = 1 ]; then
+		echo "  zero copy vs staged (slice $((head >> 10)) KiB, same rounds): $(div "$plm" "$(median "${res[st$head]}")") (per round: $(round_ratios "${res[p$head]}" "${res[st$head]}")); staged vs bidirectional raw $(div "$(median "${res[st$head]}")" "$bidm"); rank 0 process CPU per iteration staged ${res[stcpu$head]}s"
+	fi
 	for s in "${slices[@]}"; do
 		echo "  slice $((s >> 10)) KiB: vs bidirectional $(div "$(median "${res[p$s]}")" "$bidm") (per round: $(round_ratios "${res[p$s]}" "${res[bidir]}")), vs one-way $(div "$(median "${res[p$s]}")" "$rawm"); rank 0 per iteration: process CPU ${res[cpu$s]}s, reducing ${res[red$s]}s"
 	done
@@ -194,6 +225,8 @@ arr() { echo "$1" | xargs | tr ' ' ,; }
 	sep=
 	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[busy$s]}")"; sep=,; done
 	printf '},\n "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
+	printf ' "plugin_staged_busbw_gbps":[%s],"plugin_staged_cpu_s":[%s],\n' "$(arr "${res[st$head]:-}")" "$(arr "${res[stcpu$head]:-}")"
+	printf ' "plugin_noreduce_busbw_gbps":[%s],"ratio_transport":%s,\n' "$(arr "${res[nop$head]}")" "$(div "$(median "${res[nop$head]}")" "$bidm")"
 	printf ' "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
 		"$rawm" "$rawtxm" "$b1m" "$b4m" "$bidm" "$plm" "$head"
 	printf ' "ratio":%s,"ratio_per_round":[%s],"ratio_one_way":%s}\n' "$ratio" "$(arr "$rr")" "$ratio1"

@@ -144,7 +144,8 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 # The static guest build over shm on the host (what the net-plugin scenario
 # runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
 # table, then short all-reduce benchmarks (one slice per phase; several
-# slices with a short last one); it must not depend on libdl/NSS.
+# slices with a short last one; the same without the reduction, every byte
+# received checked); it must not depend on libdl/NSS.
 unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	@if readelf -d $(RCCL_NETCONF_STATIC) 2>/dev/null | grep -q NEEDED; then \
 	   echo "unit-rccl-static: netconf.static has dynamic dependencies" >&2; exit 1; fi
@@ -154,6 +155,8 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	  --timeout $(RCCL_TIMEOUT)
 	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
 	  --timeout $(RCCL_TIMEOUT)
+	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
+	  --op none --timeout $(RCCL_TIMEOUT)
 
 # The plugin benchmark between the VMs (bench/rccl.sh; results in
 # bench/results/rccl-allreduce-*). `make bench` runs it before bench/run.

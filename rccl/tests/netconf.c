@@ -26,8 +26,9 @@
  *          (file-name rule; default rccl), --quick (sizes up to 4 MiB),
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
  *          --deadline SEC (per operation, default 30), --call-bound SEC (how
- *          long a non-blocking call may take, default 0.25), --iters N and
- *          --slice BYTES (--bench).
+ *          long a non-blocking call may take, default 0.25), --iters N,
+ *          --slice BYTES and --op sum|none (--bench; none: the same data
+ *          movement with the reduction skipped, every byte still checked).
  * Output: TAP lines "ok N - rankR: name" / "not ok ...".
  *
  * Built with -DNETCONF_STATIC (netconf.static, for the busybox guests, which
@@ -1310,6 +1311,9 @@ static void t_collectives(void)
 static size_t g_bench_bytes;
 static int g_bench_iters = 5;
 static size_t g_bench_slice = 4u << 20;
+/* --op none: the all-reduce's data movement with the reduction skipped (the
+ * plugin's transport alone; what arrives is still checked byte for byte) */
+static int g_bench_noop;
 
 #define BENCH_STEPS 8 /* slices in flight per direction (NCCL_STEPS) */
 
@@ -1487,7 +1491,9 @@ static void bench_allreduce_once(void *s, void *r, void *smh, void *rmh, void *t
 				break;
 			CHECK((size_t)sz == rlen[rh % BENCH_STEPS], "bench recv size %d want %zu", sz,
 			      rlen[rh % BENCH_STEPS]);
-			if (rh < ns) {
+			if (rh < ns && g_bench_noop) {
+				nred++;
+			} else if (rh < ns) {
 				double t1 = thread_cpu_s();
 
 				reduce_add_i32((int32_t *)(mine + UNIT_OFF(rh)),
@@ -1546,10 +1552,22 @@ static void bench_allreduce(void)
 		double busy = b0 >= 0 && b1 >= 0 ? b1 - b0 : -1;
 		uint64_t ns = (uint64_t)(dt * 1e9), peer = exchange_u64(ns);
 		dt = (double)(ns > peer ? ns : peer) * 1e-9;
-		for (size_t i = 0; i < count; i++) {
+		for (size_t i = 0; i < count && !g_bench_noop; i++) {
 			int32_t want = (int32_t)(3 * (int)(i % 1000) + 2 * it);
 			CHECK(x[i] == want, "all-reduce element %zu = %d want %d (iteration %d)", i, x[i],
 			      want, it);
+		}
+		/* no reduction: my chunk is mine, the other chunk is the peer's
+		 * (all-gather), and tmp holds the peer's copy of my chunk */
+		for (size_t i = 0; i < count && g_bench_noop; i++) {
+			int owner = i < half ? 0 : 1;
+			int32_t want = (int32_t)((owner + 1) * (int)(i % 1000) + it);
+			int32_t want_tmp = (int32_t)((2 - g_rank) * (int)(i % 1000) + it);
+
+			CHECK(x[i] == want, "data element %zu = %d want %d (iteration %d)", i, x[i],
+			      want, it);
+			CHECK(owner != g_rank || tmp[i] == want_tmp,
+			      "received element %zu = %d want %d (iteration %d)", i, tmp[i], want_tmp, it);
 		}
 		double bw = (double)bytes / dt / 1e9;
 		if (it >= 0) {
@@ -1572,13 +1590,15 @@ static void bench_allreduce(void)
 	OKR(n_closeRecv(r), "closeRecv");
 	free(x);
 	free(tmp);
-	say("# bench {\"op\":\"allreduce\",\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
+	say("# bench {\"op\":\"%s\",\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
 	    "\"iters\":%d,\"slice\":%zu,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
 	    "\"cpu_s_avg\":%.4f,\"app_cpu_s_avg\":%.4f,\"reduce_s_avg\":%.4f,\"busy_s_avg\":%.4f}\n",
-	    bytes, g_bench_iters, g_bench_slice, g_api, sum / g_bench_iters * 8, best * 8,
+	    g_bench_noop ? "allreduce-noop" : "allreduce", bytes, g_bench_iters, g_bench_slice, g_api,
+	    sum / g_bench_iters * 8, best * 8,
 	    cpu_sum / g_bench_iters, app_sum / g_bench_iters, red_sum / g_bench_iters,
 	    busy_sum < 0 ? -1.0 : busy_sum / g_bench_iters);
-	pass("all-reduce benchmark, every iteration verified");
+	pass(g_bench_noop ? "all-reduce data movement benchmark (reduction skipped), every byte verified"
+			  : "all-reduce benchmark, every iteration verified");
 }
 
 static void run_rank(int want_api)
@@ -1730,6 +1750,8 @@ int main(int argc, char **argv)
 			g_bench_bytes = (size_t)strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--iters") && v)
 			g_bench_iters = atoi(v), i++;
+		else if (!strcmp(a, "--op") && v && (!strcmp(v, "sum") || !strcmp(v, "none")))
+			g_bench_noop = !strcmp(v, "none"), i++;
 		else if (!strcmp(a, "--slice") && v)
 			g_bench_slice = (size_t)strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--quick"))
