@@ -906,21 +906,17 @@ static long odl_ioc_mem_reg(struct odl_file *f, unsigned long arg)
 
 	mutex_lock(&f->mutex);
 	slot = odl_free_handle(f);
-	if (slot == ODL_TB5_MAX_DMABUFS) {
-		mutex_unlock(&f->mutex);
-		odl_memreg_free(d);
-		return -ENOSPC;
+	ret = -ENOSPC;
+	if (slot < ODL_TB5_MAX_DMABUFS) {
+		mr.handle = slot + 1;
+		ret = odl_copy_out(arg, &mr, sizeof(mr), usize);
+		if (!ret)
+			f->dmabufs[slot] = d;
 	}
-	mr.handle = slot + 1;
-	ret = odl_copy_out(arg, &mr, sizeof(mr), usize);
-	if (ret) {
-		mutex_unlock(&f->mutex);
-		odl_memreg_free(d);
-		return ret;
-	}
-	f->dmabufs[slot] = d;
 	mutex_unlock(&f->mutex);
-	return 0;
+	if (ret)
+		odl_memreg_free(d);
+	return ret;
 
 err_account:
 	account_locked_vm(d->mm, npages, false);
