@@ -293,25 +293,24 @@ static struct odl_recv *odl_find_krecv(struct odl_file *f, u32 key)
 	return NULL;
 }
 
-/* The RECV a message with @key goes to, taken off its list: the oldest
- * unkeyed one for key 0, else the one posted with that key.
+/* The RECV a message with @key goes to: the oldest unkeyed one for key 0,
+ * else the one posted with that key.
  */
+static struct odl_recv *odl_peek_recv(struct odl_file *f, u32 key)
+{
+	if (key)
+		return odl_find_krecv(f, key);
+	return list_first_entry_or_null(&f->recvs, struct odl_recv, list);
+}
+
+/* odl_peek_recv, taken off its list */
 static struct odl_recv *odl_take_recv(struct odl_file *f, u32 key)
 {
-	struct odl_recv *r;
+	struct odl_recv *r = odl_peek_recv(f, key);
 
-	if (key)
-		r = odl_find_krecv(f, key);
-	else
-		r = list_first_entry_or_null(&f->recvs, struct odl_recv, list);
 	if (r)
 		list_del(&r->list);
 	return r;
-}
-
-static bool odl_has_recv(struct odl_file *f, u32 key)
-{
-	return key ? !!odl_find_krecv(f, key) : !list_empty(&f->recvs);
 }
 
 /* Report a failed message to the file bound to @port. */
@@ -357,8 +356,6 @@ static void odl_match_pending(struct odl_dev *dev, struct odl_file *f)
 	struct odl_recv *r;
 
 	list_for_each_entry_safe(p, pn, &f->pending, list) {
-		if (!p->key && list_empty(&f->recvs))
-			continue;
 		r = odl_take_recv(f, p->key);
 		if (!r)
 			continue;
@@ -666,7 +663,7 @@ static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
 {
 	struct odl_file *f = dev->ports[dst];
 
-	return f && !odl_has_recv(f, key) &&
+	return f && !odl_peek_recv(f, key) &&
 	       (dev->pending_count >= ODL_PENDING_MAX ||
 		dev->pending_bytes + msg_len > ODL_PENDING_BYTES);
 }

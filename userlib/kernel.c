@@ -65,7 +65,6 @@ struct kslot {
 	bool used;
 	uint32_t op;
 	uint32_t id;
-	uint32_t key;
 	uint64_t cookie, off, len;
 };
 
@@ -553,6 +552,21 @@ static void k_flush(struct odl_tb5 *h)
 	}
 }
 
+/* a send from caller memory the driver cannot name: copy it into the
+ * buffer's range of the TX area (counted)
+ */
+static void k_stage_send(struct odl_tb5 *h, struct odl_buf *b, int64_t loc,
+			 uint64_t off, uint64_t len)
+{
+	uint8_t *src = (uint8_t *)b->addr + off;
+	uint8_t *dst = area_ptr(K(h), 0, loc) + off;
+
+	if (!k_by_handle(b) && src != dst) {
+		memcpy(dst, src, len);
+		h->st.copied_bytes += len;
+	}
+}
+
 /* one SEND/RECV ioctl (or batch entry), waiting for room (EAGAIN) as the
  * flags say
  */
@@ -595,15 +609,8 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 		if (s >= 0 && k->batch) {
 			struct odl_tb5_sqe *e = &k->sq[k->sq_n];
 
-			if (op == ODL_TB5_OP_SEND) {
-				uint8_t *src = (uint8_t *)b->addr + off;
-				uint8_t *dst = area_ptr(k, 0, loc) + off;
-
-				if (!k_by_handle(b) && src != dst) {
-					memcpy(dst, src, len);
-					h->st.copied_bytes += len;
-				}
-			}
+			if (op == ODL_TB5_OP_SEND)
+				k_stage_send(h, b, loc, off, len);
 			*e = (struct odl_tb5_sqe){
 				.op = op == ODL_TB5_OP_SEND ? ODL_TB5_SQE_SEND :
 							      ODL_TB5_SQE_RECV,
@@ -623,13 +630,8 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 					.buf_id = kid, .dst_port = h->port,
 					.offset = koff, .length = len,
 					.cookie = (uint64_t)s, .key = key };
-				uint8_t *src = (uint8_t *)b->addr + off;
-				uint8_t *dst = area_ptr(k, 0, loc) + off;
 
-				if (!k_by_handle(b) && src != dst) {
-					memcpy(dst, src, len);
-					h->st.copied_bytes += len;
-				}
+				k_stage_send(h, b, loc, off, len);
 				r = xioctl(k->fd, ODL_TB5_IOC_SEND, &sd);
 			} else {
 				struct odl_tb5_recv rv = {
@@ -659,8 +661,7 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 	if (r)
 		return map_err(k, r);
 	k->slots[s] = (struct kslot){ .used = true, .op = op, .id = id,
-				      .key = key, .cookie = cookie, .off = off,
-				      .len = len };
+				      .cookie = cookie, .off = off, .len = len };
 	if (op == ODL_TB5_OP_SEND)
 		k->nsend++;
 	else

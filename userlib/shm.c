@@ -280,6 +280,12 @@ static void q_push(struct shm_q *q, const struct shm_op *o)
 	q->count++;
 }
 
+/* a keyed receive is being filled (it is in cur, off the queues) */
+static bool filling_keyed(const struct shm_priv *p)
+{
+	return p->in_msg && p->in_keyed && !p->in_stage;
+}
+
 static void fail_all(struct odl_tb5 *h, int err)
 {
 	struct shm_priv *p = P(h);
@@ -289,7 +295,7 @@ static void fail_all(struct odl_tb5 *h, int err)
 		cq_push(h, ODL_TB5_OP_SEND, o, err, 0);
 		q_pop(&p->txq);
 	}
-	if (p->in_msg && p->in_keyed && !p->in_stage)
+	if (filling_keyed(p))
 		cq_push(h, ODL_TB5_OP_RECV, &p->cur, err, 0);
 	free(p->stage_buf);
 	p->stage_buf = NULL;
@@ -761,7 +767,7 @@ static int cond_cq(struct odl_tb5 *h)
 	if (p->cq_count)
 		return 0;
 	if (p->peer_gone && !p->txq.count && !p->rxq.count && !p->kq_n &&
-	    !(p->in_msg && p->in_keyed && !p->in_stage))
+	    !filling_keyed(p))
 		return -ECONNRESET;	/* nothing queued can ever complete */
 	return dead_err(p);
 }
@@ -1261,8 +1267,7 @@ static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
 
 	progress(h, false);
 	o.ptr = (uint8_t *)h->bufs[id].addr + off;
-	if (key && (kq_find(p, key) >= 0 ||
-		    (p->in_msg && p->in_keyed && !p->in_stage && p->cur.key == key)))
+	if (key && (kq_find(p, key) >= 0 || (filling_keyed(p) && p->cur.key == key)))
 		return -EEXIST;
 	/* its message is here already (even if the peer has left since) */
 	if (key && staged_take(h, &o)) {

@@ -285,6 +285,7 @@ struct odlp_req {
 	uint32_t dst_seq, dst_idx;
 	uint32_t dst_key;      /* the matched CTS entry's key */
 	struct odlp_mr *smr;   /* the send's registration, if any */
+	uint64_t soff;	       /* zero copy: the send's offset in smr */
 	/* recv */
 	int n, ndone;
 	uint32_t seq;
@@ -319,7 +320,6 @@ struct odlp_mr {
  * completion is only awaited to free the slot) */
 struct krx_ent {
 	uint32_t key;
-	bool busy;
 	struct odlp_req *r;
 	int idx;
 };
@@ -386,6 +386,7 @@ struct odlp_dev {
 	bool zc;		     /* registrations may pin (ODL_TB5_RCCL_ZEROCOPY) */
 	uint32_t next_key;
 	struct krx_ent krx[KTAB];
+	bool krx_busy[KTAB];
 	struct odlp_req *ktx[KTAB]; /* zero-copy sends in flight (NULL: forgotten) */
 	bool ktx_busy[KTAB];
 	int ktx_hint, krx_hint;
@@ -490,14 +491,27 @@ static void queue_ctrl(struct odlp_dev *d, const struct wire_hdr *h, const void 
 	d->cq_tail = m;
 }
 
-static void job_push(struct odlp_dev *d, struct odlp_req *r)
+/* request queues (jobs, zero-copy sends): push at the tail, pop the head */
+static void req_push(struct odlp_req **head, struct odlp_req **tail, struct odlp_req *r)
 {
 	r->qnext = NULL;
-	if (d->job_tail)
-		d->job_tail->qnext = r;
+	if (*tail)
+		(*tail)->qnext = r;
 	else
-		d->job_head = r;
-	d->job_tail = r;
+		*head = r;
+	*tail = r;
+}
+
+static void req_pop(struct odlp_req **head, struct odlp_req **tail)
+{
+	*head = (*head)->qnext;
+	if (!*head)
+		*tail = NULL;
+}
+
+static void job_push(struct odlp_dev *d, struct odlp_req *r)
+{
+	req_push(&d->job_head, &d->job_tail, r);
 }
 
 static void reqs_remove_comm(struct odlp_req **head, struct odlp_req **tail,
@@ -526,7 +540,7 @@ static void jobs_remove_comm(struct odlp_dev *d, struct odlp_comm *c)
 	for (int i = 0; i < KTAB; i++) {
 		if (d->ktx[i] && d->ktx[i]->comm == c)
 			d->ktx[i] = NULL;
-		if (d->krx[i].busy && d->krx[i].r && d->krx[i].r->comm == c) {
+		if (d->krx_busy[i] && d->krx[i].r && d->krx[i].r->comm == c) {
 			d->krx[i].r = NULL;
 			if (!d->dead)
 				odl_tb5_cancel_recv(d->h, d->krx[i].key);
@@ -534,28 +548,15 @@ static void jobs_remove_comm(struct odlp_dev *d, struct odlp_comm *c)
 	}
 }
 
-static int ktx_get(struct odlp_dev *d)
+/* a free slot of a keyed-operation table (marked busy), or -1 */
+static int ktab_get(bool busy[KTAB], int *hint)
 {
 	for (int n = 0; n < KTAB; n++) {
-		int i = (d->ktx_hint + n) % KTAB;
+		int i = (*hint + n) % KTAB;
 
-		if (!d->ktx_busy[i]) {
-			d->ktx_busy[i] = true;
-			d->ktx_hint = (i + 1) % KTAB;
-			return i;
-		}
-	}
-	return -1;
-}
-
-static int krx_get(struct odlp_dev *d)
-{
-	for (int n = 0; n < KTAB; n++) {
-		int i = (d->krx_hint + n) % KTAB;
-
-		if (!d->krx[i].busy) {
-			d->krx[i].busy = true;
-			d->krx_hint = (i + 1) % KTAB;
+		if (!busy[i]) {
+			busy[i] = true;
+			*hint = (i + 1) % KTAB;
 			return i;
 		}
 	}
@@ -639,9 +640,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 			return;
 		r->sent += chunk;
 		STAT_ADD(tx_bytes, chunk);
-		d->job_head = r->qnext;
-		if (!d->job_head)
-			d->job_tail = NULL;
+		req_pop(&d->job_head, &d->job_tail);
 		if (r->sent == r->ssize) {
 			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
 			STAT_ADD(tx_msgs, 1);
@@ -663,12 +662,11 @@ static void zc_pump(struct odlp_dev *d)
 {
 	while (!d->dead && d->zq_head) {
 		struct odlp_req *r = d->zq_head;
-		int64_t off = zc_offset(d, r->smr, r->sdata, r->ssize);
-		int slot = ktx_get(d), rc;
+		int slot = ktab_get(d->ktx_busy, &d->ktx_hint), rc;
 
 		if (slot < 0)
 			return;
-		rc = odl_tb5_send_key(d->h, r->smr->lib_id, (uint64_t)off, r->ssize, r->dst_key,
+		rc = odl_tb5_send_key(d->h, r->smr->lib_id, r->soff, r->ssize, r->dst_key,
 				      KC_TX | (uint64_t)slot, ODL_TB5_F_NONBLOCK);
 		if (rc) {
 			d->ktx_busy[slot] = false;
@@ -677,9 +675,7 @@ static void zc_pump(struct odlp_dev *d)
 			return;
 		}
 		d->ktx[slot] = r;
-		d->zq_head = r->qnext;
-		if (!d->zq_head)
-			d->zq_tail = NULL;
+		req_pop(&d->zq_head, &d->zq_tail);
 		r->sent = r->ssize;
 		STAT_ADD(tx_bytes, r->ssize);
 	}
@@ -705,6 +701,7 @@ static void match_sends(struct odlp_comm *c)
 		struct cts_ent *e = &c->cts[c->cts_head];
 		struct odlp_req *r = c->sq_head;
 		int i, used = 0;
+		int64_t off;
 
 		for (i = 0; i < e->n; i++)
 			if (!e->used[i] && e->tag[i] == r->stag)
@@ -731,14 +728,10 @@ static void match_sends(struct odlp_comm *c)
 			r->err = ncclInvalidUsage;
 			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 			STAT_ADD(err_truncated, 1);
-		} else if (r->dst_key && zc_offset(d, r->smr, r->sdata, r->ssize) >= 0) {
+		} else if (r->dst_key && (off = zc_offset(d, r->smr, r->sdata, r->ssize)) >= 0) {
 			/* straight from NCCL's buffer into the receive's */
-			r->qnext = NULL;
-			if (d->zq_tail)
-				d->zq_tail->qnext = r;
-			else
-				d->zq_head = r;
-			d->zq_tail = r;
+			r->soff = (uint64_t)off;
+			req_push(&d->zq_head, &d->zq_tail, r);
 		} else {
 			if (r->dst_key)
 				STAT_ADD(zc_fallbacks, 1);
@@ -923,7 +916,7 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp)
 	r = d->krx[slot].r;
 	int idx = d->krx[slot].idx;
 
-	d->krx[slot].busy = false;
+	d->krx_busy[slot] = false;
 	d->krx[slot].r = NULL;
 	if (cp->status == -ECANCELED)
 		return; /* withdrawn: the entry went the staged way */
@@ -1231,6 +1224,7 @@ static void dev_teardown(struct odlp_dev *d)
 	d->job_head = d->job_tail = NULL;
 	d->zq_head = d->zq_tail = NULL;
 	memset(d->krx, 0, sizeof(d->krx));
+	memset(d->krx_busy, 0, sizeof(d->krx_busy));
 	memset(d->ktx, 0, sizeof(d->ktx));
 	memset(d->ktx_busy, 0, sizeof(d->ktx_busy));
 	free(d->tx_free);
@@ -1790,7 +1784,7 @@ static uint32_t zc_post(struct odlp_dev *d, struct odlp_req *r, int i, void *mha
 
 	if (off < 0 || d->dead)
 		return 0;
-	slot = krx_get(d);
+	slot = ktab_get(d->krx_busy, &d->krx_hint);
 	if (slot < 0) {
 		STAT_ADD(zc_fallbacks, 1);
 		return 0;
@@ -1801,7 +1795,7 @@ static uint32_t zc_post(struct odlp_dev *d, struct odlp_req *r, int i, void *mha
 	rc = odl_tb5_post_recv_key(d->h, mr->lib_id, (uint64_t)off, r->rcap[i], key,
 				   KC_RX | (uint64_t)slot, ODL_TB5_F_NONBLOCK);
 	if (rc) {
-		d->krx[slot].busy = false;
+		d->krx_busy[slot] = false;
 		STAT_ADD(zc_fallbacks, 1);
 		return 0;
 	}

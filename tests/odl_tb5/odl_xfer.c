@@ -226,12 +226,13 @@ static uint8_t *buf_ptr(struct chan *c, uint32_t id)
 	return c->base + c->bs.offset[id];
 }
 
+/* key 0: in order; else keyed (ABI 1.4) */
 static void post_recv_f(struct chan *c, uint32_t flags, uint32_t id,
-			uint64_t off, uint64_t cap, uint64_t cookie)
+			uint64_t off, uint64_t cap, uint64_t cookie, uint32_t key)
 {
 	struct odl_tb5_recv r = {
 		.size = sizeof(r), .flags = flags, .buf_id = id, .offset = off,
-		.capacity = cap, .cookie = cookie,
+		.capacity = cap, .cookie = cookie, .key = key,
 	};
 
 	if (ioctl(c->fd, ODL_TB5_IOC_RECV, &r))
@@ -241,7 +242,7 @@ static void post_recv_f(struct chan *c, uint32_t flags, uint32_t id,
 static void post_recv(struct chan *c, uint32_t id, uint64_t off, uint64_t cap,
 		      uint64_t cookie)
 {
-	post_recv_f(c, 0, id, off, cap, cookie);
+	post_recv_f(c, 0, id, off, cap, cookie, 0);
 }
 
 /* data receive k: RX buffer rx0 + (k & 1), or half (k & 1) of the DMA-buf */
@@ -250,18 +251,18 @@ static void post_data_recv(struct chan *c, uint32_t rx0, uint64_t bufsize,
 {
 	if (use_dmabuf)
 		post_recv_f(c, ODL_TB5_F_DMABUF, dmabuf_handle,
-			    (k & 1) * bufsize, bufsize, k);
+			    (k & 1) * bufsize, bufsize, k, 0);
 	else
 		post_recv(c, rx0 + (k & 1), 0, bufsize, k);
 }
 
 static void do_send_f(struct chan *c, uint32_t flags, uint32_t id,
-		      uint64_t off, uint64_t len, uint64_t cookie)
+		      uint64_t off, uint64_t len, uint64_t cookie, uint32_t key)
 {
 	struct odl_tb5_send s = {
 		.size = sizeof(s), .flags = flags, .buf_id = id,
 		.dst_port = peer_port,
-		.offset = off, .length = len, .cookie = cookie,
+		.offset = off, .length = len, .cookie = cookie, .key = key,
 	};
 
 	while (ioctl(c->fd, ODL_TB5_IOC_SEND, &s)) {
@@ -274,7 +275,7 @@ static void do_send_f(struct chan *c, uint32_t flags, uint32_t id,
 static void do_send(struct chan *c, uint32_t id, uint64_t off, uint64_t len,
 		    uint64_t cookie)
 {
-	do_send_f(c, 0, id, off, len, cookie);
+	do_send_f(c, 0, id, off, len, cookie, 0);
 }
 
 /* one completion, waiting up to 60 s; events are printed and skipped */
@@ -384,7 +385,7 @@ static int cmd_send(void)
 				fill(dmabuf_base + (sent & 1) * bufsize, len,
 				     sent);
 				do_send_f(&c, ODL_TB5_F_DMABUF, dmabuf_handle,
-					  (sent & 1) * bufsize, len, sent);
+					  (sent & 1) * bufsize, len, sent, 0);
 			} else {
 				fill(buf_ptr(&c, id), len, sent);
 				do_send(&c, id, 0, len, sent);
@@ -449,34 +450,6 @@ static void key_region(struct chan *c, uint64_t total, uint32_t dir,
 	}
 }
 
-static void post_keyed(struct chan *c, uint32_t flags, uint32_t id,
-		       uint64_t off, uint64_t cap, uint64_t cookie, uint32_t key)
-{
-	struct odl_tb5_recv r = {
-		.size = sizeof(r), .flags = flags, .buf_id = id, .offset = off,
-		.capacity = cap, .cookie = cookie, .key = key,
-	};
-
-	if (ioctl(c->fd, ODL_TB5_IOC_RECV, &r))
-		die("RECV (keyed)");
-}
-
-static void send_keyed(struct chan *c, uint32_t flags, uint32_t id,
-		       uint64_t off, uint64_t len, uint64_t cookie, uint32_t key)
-{
-	struct odl_tb5_send s = {
-		.size = sizeof(s), .flags = flags, .buf_id = id,
-		.dst_port = peer_port, .offset = off, .length = len,
-		.cookie = cookie, .key = key,
-	};
-
-	while (ioctl(c->fd, ODL_TB5_IOC_SEND, &s)) {
-		if (errno != EAGAIN)
-			die("SEND (keyed)");
-		usleep(1000);
-	}
-}
-
 static int keyed_check(uint8_t *base, uint64_t slot, uint32_t k,
 		       const struct odl_tb5_completion *e)
 {
@@ -514,8 +487,8 @@ static int cmd_krecv(void)
 	key_region(&c, total, ODL_TB5_DMABUF_RX, &flags, &id, &base);
 	for (i = count - 1; i >= 0; i--)
 		if ((uint32_t)i != late)
-			post_keyed(&c, flags, id, (uint64_t)i * slot, slot, (uint64_t)i,
-				   KEY0 + (uint32_t)i);
+			post_recv_f(&c, flags, id, (uint64_t)i * slot, slot, (uint64_t)i,
+				    KEY0 + (uint32_t)i);
 	post_recv(&c, c.bs.tx_count + 1, 0, 64, UNKEYED0);
 	post_recv(&c, c.bs.tx_count + 1, 64, 64, UNKEYED0 + 1);
 	printf("ready\n");
@@ -547,7 +520,7 @@ static int cmd_krecv(void)
 		got++;
 	}
 	/* the first message sent waited for this RECV */
-	post_keyed(&c, flags, id, (uint64_t)late * slot, slot, late, KEY0 + late);
+	post_recv_f(&c, flags, id, (uint64_t)late * slot, slot, late, KEY0 + late);
 	for (;;) {
 		struct odl_tb5_completion e = next_comp(&c);
 
@@ -582,12 +555,12 @@ static int cmd_ksend(void)
 		fill(base + k * slot, sizes[k % nsizes], k);
 	memcpy(buf_ptr(&c, 1), u0, 4);
 	memcpy(buf_ptr(&c, 1) + 64, u1, 4);
-	send_keyed(&c, flags, id, late * slot, sizes[late % nsizes], late, KEY0 + late);
+	do_send_f(&c, flags, id, late * slot, sizes[late % nsizes], late, KEY0 + late);
 	n++;
 	for (k = 0; k < (uint32_t)count; k++) {
 		if (k == late)
 			continue;
-		send_keyed(&c, flags, id, k * slot, sizes[k % nsizes], k, KEY0 + k);
+		do_send_f(&c, flags, id, k * slot, sizes[k % nsizes], k, KEY0 + k);
 		if (++n == 3)
 			do_send(&c, 1, 0, 4, UNKEYED0);
 	}
