@@ -140,12 +140,19 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(RCCL_ASAN_OUT)/netconf --api 7 --max-size 16777216 --timeout $(RCCL_TIMEOUT)
+	for mode in "" --in-place; do \
+	  NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off LD_LIBRARY_PATH=$(RCCL_ASAN_OUT) \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(RCCL_ASAN_OUT)/netconf --bench 3000000 --slice 262144 --iters 2 $$mode \
+	    --timeout $(RCCL_TIMEOUT) || exit 1; done
 
 # The static guest build over shm on the host (what the net-plugin scenario
 # runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
 # table, then short all-reduce benchmarks (one slice per phase; several
-# slices with a short last one; the same without the reduction, every byte
-# received checked); it must not depend on libdl/NSS.
+# slices with a short last one, out of place and in place; the same without
+# the reduction, every byte received checked, both ways); it must not depend
+# on libdl/NSS.
 unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	@if readelf -d $(RCCL_NETCONF_STATIC) 2>/dev/null | grep -q NEEDED; then \
 	   echo "unit-rccl-static: netconf.static has dynamic dependencies" >&2; exit 1; fi
@@ -156,7 +163,11 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
 	  --timeout $(RCCL_TIMEOUT)
 	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
+	  --in-place --timeout $(RCCL_TIMEOUT)
+	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
 	  --op none --timeout $(RCCL_TIMEOUT)
+	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
+	  --op none --in-place --timeout $(RCCL_TIMEOUT)
 
 # The plugin benchmark between the VMs (bench/rccl.sh; results in
 # bench/results/rccl-allreduce-*). `make bench` runs it before bench/run.

@@ -27,8 +27,10 @@
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
  *          --deadline SEC (per operation, default 30), --call-bound SEC (how
  *          long a non-blocking call may take, default 0.25), --iters N,
- *          --slice BYTES and --op sum|none (--bench; none: the same data
- *          movement with the reduction skipped, every byte still checked).
+ *          --slice BYTES, --op sum|none and --in-place (--bench; none: the
+ *          same data movement with the reduction skipped, every byte still
+ *          checked; --in-place: the result overwrites the input, default out
+ *          of place).
  * Output: TAP lines "ok N - rankR: name" / "not ok ...".
  *
  * Built with -DNETCONF_STATIC (netconf.static, for the busybox guests, which
@@ -56,6 +58,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "odl_nccl_net.h"
 
@@ -1314,59 +1319,102 @@ static size_t g_bench_slice = 4u << 20;
 /* --op none: the all-reduce's data movement with the reduction skipped (the
  * plugin's transport alone; what arrives is still checked byte for byte) */
 static int g_bench_noop;
+/* --in-place: the result overwrites the input (nccl-tests' second column) */
+static int g_bench_in_place;
 
 #define BENCH_STEPS 8 /* slices in flight per direction (NCCL_STEPS) */
 
 /*
- * out[i] += in[i] for int32 (wrapping), two lanes per 64-bit word: the low
- * 31 bits of each lane are added without a carry leaving the lane, then the
- * lane's top bit is fixed with an xor. Plain integer code on purpose: the
- * guests are TCG-emulated and QEMU 7.2 runs every SSE2 paddd as a helper
- * call, so this loop (2 loads, 1 store and a few ALU ops per 8 bytes) beats
- * both the scalar loop and the SSE2 one there; natively compilers turn it
- * into vector code as well.
+ * dst[i] = a[i] + b[i] for int32 (wrapping; dst may be a): the plain loop,
+ * and a 256-bit AVX2 one taken when the CPU has AVX2. Measured in a TCG
+ * guest (QEMU 7.2, 64 MiB, docs/performance.md): the plain loop (what -O2
+ * makes of it, SSE2 or not) runs at about the speed of memcpy; AVX2 (a -cpu
+ * model that has it) is faster still, since QEMU 7.2 translates VEX integer
+ * ops into host vector code. A 64-bit two-lanes-per-word trick was twice as
+ * slow as the plain loop.
  */
-static void reduce_add_i32(int32_t *restrict out, const int32_t *restrict in, size_t n)
+static void reduce_sum_i32_plain(int32_t *dst, const int32_t *a, const int32_t *b, size_t n)
 {
-	const uint64_t hi = 0x8000000080000000ull;
-	size_t i = 0;
-
-	for (; i + 4 <= n; i += 4) {
-		uint64_t a0, a1, b0, b1;
-
-		memcpy(&a0, out + i, 8);
-		memcpy(&a1, out + i + 2, 8);
-		memcpy(&b0, in + i, 8);
-		memcpy(&b1, in + i + 2, 8);
-		a0 = ((a0 & ~hi) + (b0 & ~hi)) ^ ((a0 ^ b0) & hi);
-		a1 = ((a1 & ~hi) + (b1 & ~hi)) ^ ((a1 ^ b1) & hi);
-		memcpy(out + i, &a0, 8);
-		memcpy(out + i + 2, &a1, 8);
-	}
-	for (; i < n; i++)
-		out[i] = (int32_t)((uint32_t)out[i] + (uint32_t)in[i]);
+	for (size_t i = 0; i < n; i++)
+		dst[i] = (int32_t)((uint32_t)a[i] + (uint32_t)b[i]);
 }
 
-/* reduce_add_i32 against the plain definition: wrap-around, sign bits,
- * every tail length and unaligned starts */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define REDUCE_HAVE_AVX2 1
+__attribute__((target("avx2"))) static void reduce_sum_i32_avx2(int32_t *dst, const int32_t *a,
+								 const int32_t *b, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(a + i));
+		__m256i y = _mm256_loadu_si256((const __m256i *)(const void *)(b + i));
+
+		_mm256_storeu_si256((__m256i *)(void *)(dst + i), _mm256_add_epi32(x, y));
+	}
+	reduce_sum_i32_plain(dst + i, a + i, b + i, n - i);
+}
+
+static int reduce_use_avx2(void)
+{
+	static int use = -1; /* set before the bench's threads start (selftest) */
+
+	if (use < 0)
+		use = __builtin_cpu_supports("avx2") ? 1 : 0;
+	return use;
+}
+#else
+#define REDUCE_HAVE_AVX2 0
+static int reduce_use_avx2(void)
+{
+	return 0;
+}
+#endif
+
+static void reduce_sum_i32(int32_t *dst, const int32_t *a, const int32_t *b, size_t n)
+{
+#if REDUCE_HAVE_AVX2
+	if (reduce_use_avx2()) {
+		reduce_sum_i32_avx2(dst, a, b, n);
+		return;
+	}
+#endif
+	reduce_sum_i32_plain(dst, a, b, n);
+}
+
+/* reduce_sum_i32 (and the plain loop where AVX2 is taken) against the
+ * definition: wrap-around, sign bits, every tail length, unaligned starts,
+ * in place and out of place (nothing outside the range written) */
 static void reduce_selftest(void)
 {
 	static const int32_t v[] = { 0, 1, -1, INT32_MAX, INT32_MIN, 0x40000000, -0x40000001, 12345 };
+	void (*const fn[2])(int32_t *, const int32_t *, const int32_t *, size_t) = {
+		reduce_sum_i32, reduce_sum_i32_plain
+	};
 	enum { N = 19 };
-	int32_t a[N + 1], b[N + 1], want[N + 1];
+	int32_t a[N + 1], b[N + 1], d[N + 1], want[N + 1];
 
-	for (int start = 0; start < 2; start++)
-		for (int n = 0; n <= N - start; n++) {
-			for (int i = 0; i <= N; i++) {
-				a[i] = v[(size_t)i % 8] ^ (int32_t)(i * 7);
-				b[i] = v[(size_t)(i * 3 + n) % 8];
-				want[i] = i >= start && i < start + n
-						  ? (int32_t)((uint32_t)a[i] + (uint32_t)b[i])
-						  : a[i];
-			}
-			reduce_add_i32(a + start, b + start, (size_t)n);
-			CHECK(memcmp(a, want, sizeof(a)) == 0, "reduce_add_i32 wrong (start %d n %d)", start, n);
-		}
+	for (int f = 0; f < (reduce_use_avx2() ? 2 : 1); f++)
+		for (int place = 0; place < 2; place++)
+			for (int start = 0; start < 2; start++)
+				for (int n = 0; n <= N - start; n++) {
+					int32_t *dst = place ? a : d;
+
+					for (int i = 0; i <= N; i++) {
+						a[i] = v[(size_t)i % 8] ^ (int32_t)(i * 7);
+						b[i] = v[(size_t)(i * 3 + n) % 8];
+						d[i] = -7 - i;
+						want[i] = i >= start && i < start + n
+								  ? (int32_t)((uint32_t)a[i] + (uint32_t)b[i])
+								  : dst[i];
+					}
+					fn[f](dst + start, a + start, b + start, (size_t)n);
+					CHECK(memcmp(dst, want, sizeof(want)) == 0,
+					      "reduce_sum_i32%s wrong (%s, start %d n %d)",
+					      f ? "_plain" : "", place ? "in place" : "out of place",
+					      start, n);
+				}
+	say("# reduction: %s\n", reduce_use_avx2() ? "AVX2" : "plain loop");
 }
 
 static double cpu_s(void)
@@ -1413,28 +1461,44 @@ static double thread_cpu_s(void)
 }
 
 struct bench_it {
-	double reduce_s; /* CPU time of this thread in reduce_add_i32 */
+	double reduce_s; /* CPU time of this thread in reduce_sum_i32 */
+};
+
+/* the buffers of one all-reduce: send (input), recv (result; == send in
+ * place), tmp (the peer's copy of my chunk) and their handles per comm */
+struct bench_bufs {
+	int32_t *send, *recv, *tmp;
+	void *s_send, *s_recv; /* send comm: send and recv (all-gather source) */
+	void *r_recv, *r_tmp;  /* recv comm */
+	size_t mine_at, other_at, hbytes;
 };
 
 /*
- * One two-rank ring all-reduce (int32 sum) of x (2 * hbytes), pipelined the
- * way NCCL runs its ring: the chunks are cut in slices of g_bench_slice
- * bytes, at most BENCH_STEPS in flight per direction, and the two phases are
- * one pipeline: reduce-scatter slice j (my copy of the peer's chunk goes
- * out, the peer's copy of mine comes into tmp and is added into x as soon
- * as it completes) is followed by all-gather slice j (the reduced slice goes
- * out as soon as it is reduced; the peer's reduced slice lands in x), so the
- * link never drains between the phases. Everything is sent from and received
- * into the registered user buffers. An all-gather receive overwrites what a
- * reduce-scatter send read; it is posted only once that send is done.
+ * One two-rank ring all-reduce (int32 sum), pipelined the way NCCL runs its
+ * ring: the two chunks are cut in slices of g_bench_slice bytes, at most
+ * BENCH_STEPS in flight per direction, and the two phases are one pipeline:
+ * reduce-scatter slice j (my copy of the peer's chunk goes out, the peer's
+ * copy of mine comes into tmp and recv[mine] = send[mine] + tmp as soon as it
+ * completes) is followed by all-gather slice j (the reduced slice goes out as
+ * soon as it is reduced; the peer's reduced slice lands in recv[other]), so
+ * the link never drains between the phases. Everything is sent from and
+ * received into registered user buffers.
+ * Out of place (send != recv, nccl-tests' first column) every receive can be
+ * posted at once. In place, an all-gather receive overwrites what a
+ * reduce-scatter send read: it is posted only once that send is done, which
+ * ties each direction's all-gather to the other direction's progress.
  */
-static void bench_allreduce_once(void *s, void *r, void *smh, void *rmh, void *tmh, int32_t *x,
-				 int32_t *tmp, size_t mine_at, size_t other_at, size_t hbytes,
+static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 				 struct bench_it *st)
 {
-	const size_t slice = g_bench_slice, ns = (hbytes + slice - 1) / slice, nu = 2 * ns;
-	char *mine = (char *)(x + mine_at), *other = (char *)(x + other_at);
-	char *red_in = (char *)(tmp + mine_at);
+	const size_t slice = g_bench_slice, hbytes = bb->hbytes;
+	const size_t ns = (hbytes + slice - 1) / slice, nu = 2 * ns;
+	const int in_place = bb->send == bb->recv;
+	char *in_mine = (char *)(bb->send + bb->mine_at);
+	char *in_other = (char *)(bb->send + bb->other_at);
+	char *out_mine = (char *)(bb->recv + bb->mine_at);
+	char *out_other = (char *)(bb->recv + bb->other_at);
+	char *red_in = (char *)(bb->tmp + bb->mine_at);
 	size_t st_n = 0, sh = 0, rt_n = 0, rh = 0, nred = 0;
 	void *sq[BENCH_STEPS], *rq[BENCH_STEPS];
 	size_t slen[BENCH_STEPS], rlen[BENCH_STEPS];
@@ -1448,10 +1512,11 @@ static void bench_allreduce_once(void *s, void *r, void *smh, void *rmh, void *t
 		/* sends: reduce-scatter slices, then all-gather slices once reduced */
 		while (st_n - sh < BENCH_STEPS && st_n < nu && (st_n < ns || st_n - ns < nred)) {
 			size_t k = UNIT_LEN(st_n);
-			char *p = (st_n < ns ? other : mine) + UNIT_OFF(st_n);
+			char *p = (st_n < ns ? in_other : out_mine) + UNIT_OFF(st_n);
 			void *req = NULL;
 
-			OKR(n_isend(s, p, k, g_rank, smh, &req), "isend");
+			OKR(n_isend(s, p, k, g_rank, st_n < ns ? bb->s_send : bb->s_recv, &req),
+			    "isend");
 			if (!req)
 				break;
 			sq[st_n % BENCH_STEPS] = req;
@@ -1459,11 +1524,12 @@ static void bench_allreduce_once(void *s, void *r, void *smh, void *rmh, void *t
 			st_n++;
 		}
 		/* receives: reduce-scatter slices into tmp, then all-gather slices
-		 * into x once the send that read that slice of x is done */
-		while (rt_n - rh < BENCH_STEPS && rt_n < nu && (rt_n < ns || rt_n - ns < sh)) {
+		 * into recv (in place: once the send that read that slice is done) */
+		while (rt_n - rh < BENCH_STEPS && rt_n < nu &&
+		       (rt_n < ns || !in_place || rt_n - ns < sh)) {
 			size_t k = UNIT_LEN(rt_n);
-			void *d[1] = { (rt_n < ns ? red_in : other) + UNIT_OFF(rt_n) };
-			void *mh[1] = { rt_n < ns ? tmh : rmh }, *req = NULL;
+			void *d[1] = { (rt_n < ns ? red_in : out_other) + UNIT_OFF(rt_n) };
+			void *mh[1] = { rt_n < ns ? bb->r_tmp : bb->r_recv }, *req = NULL;
 			int tag = 1 - g_rank;
 
 			OKR(n_irecv(r, 1, d, &k, &tag, mh, &req), "irecv");
@@ -1496,7 +1562,8 @@ static void bench_allreduce_once(void *s, void *r, void *smh, void *rmh, void *t
 			} else if (rh < ns) {
 				double t1 = thread_cpu_s();
 
-				reduce_add_i32((int32_t *)(mine + UNIT_OFF(rh)),
+				reduce_sum_i32((int32_t *)(out_mine + UNIT_OFF(rh)),
+					       (const int32_t *)(in_mine + UNIT_OFF(rh)),
 					       (const int32_t *)(red_in + UNIT_OFF(rh)), (size_t)sz / 4);
 				st->reduce_s += thread_cpu_s() - t1;
 				nred++;
@@ -1513,40 +1580,60 @@ static void bench_allreduce_once(void *s, void *r, void *smh, void *rmh, void *t
 #undef UNIT_LEN
 }
 
+static int32_t bench_fill(int rank, int it, size_t i)
+{
+	return (int32_t)(0xa5000000u ^ (uint32_t)((rank + 5) * (int)(i % 997) + it));
+}
+
 /* Two-rank ring all-reduce (int32 sum) of g_bench_bytes (rounded down to a
- * multiple of 8), see bench_allreduce_once. busbw = S * 2(n-1)/n / t (= S / t
- * for two ranks), the figure nccl-tests reports; t is the slower rank's
- * time. Also reported per iteration: this process's CPU time (all threads,
- * the plugin's progress thread included), the CPU time spent reducing and the
- * machine's busy time (sched_busy_s). */
+ * multiple of 8), out of place unless --in-place, see bench_allreduce_once.
+ * busbw = S * 2(n-1)/n / t (= S / t for two ranks), the figure nccl-tests
+ * reports; t is the slower rank's time. Also reported per iteration: this
+ * process's CPU time (all threads, the plugin's progress thread included), the
+ * CPU time spent reducing and the machine's busy time (sched_busy_s). */
 static void bench_allreduce(void)
 {
 	size_t count = g_bench_bytes / 8 * 2, half = count / 2; /* two equal chunks */
-	size_t bytes = count * 4;
-	int32_t *x = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
-	int32_t *tmp = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
-	void *s, *r, *smh, *rmh, *tmh;
+	size_t bytes = count * 4, abytes = (bytes + 4095) & ~(size_t)4095;
+	struct bench_bufs bb = { 0 };
+	void *s, *r;
 	double best = 0, sum = 0, cpu_sum = 0, red_sum = 0, busy_sum = 0, app_sum = 0;
 
-	CHECK(x && tmp && count >= 2 && g_bench_slice >= 4 && g_bench_slice % 4 == 0,
+	bb.send = aligned_alloc(4096, abytes);
+	bb.recv = g_bench_in_place ? bb.send : aligned_alloc(4096, abytes);
+	bb.tmp = aligned_alloc(4096, abytes);
+	CHECK(bb.send && bb.recv && bb.tmp && count >= 2 && g_bench_slice >= 4 &&
+		      g_bench_slice % 4 == 0,
 	      "bench: out of memory, size too small or slice not a multiple of 4");
 	reduce_selftest();
-	memset(tmp, 0, bytes);
+	memset(bb.tmp, 0, bytes);
 	setup_pair(&s, &r);
-	/* x is both sent from (s) and received into (r); tmp only received into */
-	OKR(n_regmr(s, x, bytes, NCCL_PTR_HOST, &smh), "regMr");
-	OKR(n_regmr(r, x, bytes, NCCL_PTR_HOST, &rmh), "regMr");
-	OKR(n_regmr(r, tmp, bytes, NCCL_PTR_HOST, &tmh), "regMr");
+	/* sends read send (reduce-scatter) and recv (all-gather); receives land
+	 * in recv (all-gather) and tmp (reduce-scatter) */
+	OKR(n_regmr(s, bb.send, bytes, NCCL_PTR_HOST, &bb.s_send), "regMr");
+	if (g_bench_in_place)
+		bb.s_recv = bb.s_send;
+	else
+		OKR(n_regmr(s, bb.recv, bytes, NCCL_PTR_HOST, &bb.s_recv), "regMr");
+	OKR(n_regmr(r, bb.recv, bytes, NCCL_PTR_HOST, &bb.r_recv), "regMr");
+	OKR(n_regmr(r, bb.tmp, bytes, NCCL_PTR_HOST, &bb.r_tmp), "regMr");
 	/* chunk c = [c*half, (c+1)*half); rank k owns (reduces) chunk k */
-	size_t mine_at = (size_t)g_rank * half, other_at = (size_t)(1 - g_rank) * half;
+	bb.mine_at = (size_t)g_rank * half;
+	bb.other_at = (size_t)(1 - g_rank) * half;
+	bb.hbytes = half * 4;
 	for (int it = -1; it < g_bench_iters; it++) { /* it = -1: warm-up */
 		struct bench_it st = { 0 };
 
 		for (size_t i = 0; i < count; i++)
-			x[i] = (int32_t)((g_rank + 1) * (int)(i % 1000) + it);
+			bb.send[i] = (int32_t)((g_rank + 1) * (int)(i % 1000) + it);
+		/* out of place, recv starts with a fill of its own per rank and
+		 * iteration: stale results cannot pass, and without the reduction
+		 * the fill is what the all-gather carries */
+		for (size_t i = 0; i < count && !g_bench_in_place; i++)
+			bb.recv[i] = bench_fill(g_rank, it, i);
 		barrier();
 		double t0 = now_s(), c0 = cpu_s(), a0 = thread_cpu_s(), b0 = sched_busy_s();
-		bench_allreduce_once(s, r, smh, rmh, tmh, x, tmp, mine_at, other_at, half * 4, &st);
+		bench_allreduce_once(s, r, &bb, &st);
 		double dt = now_s() - t0, cpu = cpu_s() - c0, app = thread_cpu_s() - a0;
 		double b1 = sched_busy_s();
 		double busy = b0 >= 0 && b1 >= 0 ? b1 - b0 : -1;
@@ -1554,20 +1641,23 @@ static void bench_allreduce(void)
 		dt = (double)(ns > peer ? ns : peer) * 1e-9;
 		for (size_t i = 0; i < count && !g_bench_noop; i++) {
 			int32_t want = (int32_t)(3 * (int)(i % 1000) + 2 * it);
-			CHECK(x[i] == want, "all-reduce element %zu = %d want %d (iteration %d)", i, x[i],
-			      want, it);
+			CHECK(bb.recv[i] == want, "all-reduce element %zu = %d want %d (iteration %d)",
+			      i, bb.recv[i], want, it);
 		}
-		/* no reduction: my chunk is mine, the other chunk is the peer's
-		 * (all-gather), and tmp holds the peer's copy of my chunk */
+		/* no reduction: recv is the owner's (my chunk untouched, the other
+		 * one from the all-gather): in place its input, out of place its
+		 * fill; tmp holds the peer's copy of my chunk */
 		for (size_t i = 0; i < count && g_bench_noop; i++) {
 			int owner = i < half ? 0 : 1;
-			int32_t want = (int32_t)((owner + 1) * (int)(i % 1000) + it);
+			int32_t want = g_bench_in_place ? (int32_t)((owner + 1) * (int)(i % 1000) + it)
+							: bench_fill(owner, it, i);
 			int32_t want_tmp = (int32_t)((2 - g_rank) * (int)(i % 1000) + it);
 
-			CHECK(x[i] == want, "data element %zu = %d want %d (iteration %d)", i, x[i],
-			      want, it);
-			CHECK(owner != g_rank || tmp[i] == want_tmp,
-			      "received element %zu = %d want %d (iteration %d)", i, tmp[i], want_tmp, it);
+			CHECK(bb.recv[i] == want, "data element %zu = %d want %d (iteration %d)", i,
+			      bb.recv[i], want, it);
+			CHECK(owner != g_rank || bb.tmp[i] == want_tmp,
+			      "received element %zu = %d want %d (iteration %d)", i, bb.tmp[i],
+			      want_tmp, it);
 		}
 		double bw = (double)bytes / dt / 1e9;
 		if (it >= 0) {
@@ -1583,17 +1673,22 @@ static void bench_allreduce(void)
 		    it, bytes, dt, bw, bw * 8, cpu, app, st.reduce_s, busy, it < 0 ? " (warm-up)" : "");
 	}
 	barrier();
-	OKR(n_deregmr(s, smh), "deregMr");
-	OKR(n_deregmr(r, rmh), "deregMr");
-	OKR(n_deregmr(r, tmh), "deregMr");
+	OKR(n_deregmr(s, bb.s_send), "deregMr");
+	if (!g_bench_in_place)
+		OKR(n_deregmr(s, bb.s_recv), "deregMr");
+	OKR(n_deregmr(r, bb.r_recv), "deregMr");
+	OKR(n_deregmr(r, bb.r_tmp), "deregMr");
 	OKR(n_closeSend(s), "closeSend");
 	OKR(n_closeRecv(r), "closeRecv");
-	free(x);
-	free(tmp);
-	say("# bench {\"op\":\"%s\",\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
+	if (!g_bench_in_place)
+		free(bb.recv);
+	free(bb.send);
+	free(bb.tmp);
+	say("# bench {\"op\":\"%s\",\"in_place\":%s,\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
 	    "\"iters\":%d,\"slice\":%zu,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
 	    "\"cpu_s_avg\":%.4f,\"app_cpu_s_avg\":%.4f,\"reduce_s_avg\":%.4f,\"busy_s_avg\":%.4f}\n",
-	    g_bench_noop ? "allreduce-noop" : "allreduce", bytes, g_bench_iters, g_bench_slice, g_api,
+	    g_bench_noop ? "allreduce-noop" : "allreduce", g_bench_in_place ? "true" : "false",
+	    bytes, g_bench_iters, g_bench_slice, g_api,
 	    sum / g_bench_iters * 8, best * 8,
 	    cpu_sum / g_bench_iters, app_sum / g_bench_iters, red_sum / g_bench_iters,
 	    busy_sum < 0 ? -1.0 : busy_sum / g_bench_iters);
@@ -1752,6 +1847,8 @@ int main(int argc, char **argv)
 			g_bench_iters = atoi(v), i++;
 		else if (!strcmp(a, "--op") && v && (!strcmp(v, "sum") || !strcmp(v, "none")))
 			g_bench_noop = !strcmp(v, "none"), i++;
+		else if (!strcmp(a, "--in-place"))
+			g_bench_in_place = 1;
 		else if (!strcmp(a, "--slice") && v)
 			g_bench_slice = (size_t)strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--quick"))
