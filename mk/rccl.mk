@@ -150,7 +150,8 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 # The static guest build over shm on the host (what the net-plugin scenario
 # runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
 # table, then short all-reduce benchmarks (one slice per phase; several
-# slices with a short last one, out of place and in place; the same without
+# slices with a short last one, out of place and in place; 32 small slices
+# in flight; the same without
 # the reduction, every byte received checked, both ways); it must not depend
 # on libdl/NSS.
 unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
@@ -164,6 +165,8 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	  --timeout $(RCCL_TIMEOUT)
 	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
 	  --in-place --timeout $(RCCL_TIMEOUT)
+	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 65536 --steps 32 \
+	  --iters 2 --timeout $(RCCL_TIMEOUT)
 	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
 	  --op none --timeout $(RCCL_TIMEOUT)
 	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \

@@ -27,8 +27,9 @@
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
  *          --deadline SEC (per operation, default 30), --call-bound SEC (how
  *          long a non-blocking call may take, default 0.25), --iters N,
- *          --slice BYTES, --op sum|none and --in-place (--bench; none: the
- *          same data movement with the reduction skipped, every byte still
+ *          --slice BYTES, --steps N (slices in flight per direction, 1..32,
+ *          default 8), --op sum|none and --in-place (--bench; none: the same
+ *          data movement with the reduction skipped, every byte still
  *          checked; --in-place: the result overwrites the input, default out
  *          of place).
  * Output: TAP lines "ok N - rankR: name" / "not ok ...".
@@ -1322,7 +1323,9 @@ static int g_bench_noop;
 /* --in-place: the result overwrites the input (nccl-tests' second column) */
 static int g_bench_in_place;
 
-#define BENCH_STEPS 8 /* slices in flight per direction (NCCL_STEPS) */
+#define BENCH_STEPS_MAX 32
+/* --steps: slices in flight per direction (NCCL_STEPS: 8) */
+static int g_bench_steps = 8;
 
 /*
  * dst[i] = a[i] + b[i] for int32 (wrapping; dst may be a): the plain loop,
@@ -1476,7 +1479,7 @@ struct bench_bufs {
 /*
  * One two-rank ring all-reduce (int32 sum), pipelined the way NCCL runs its
  * ring: the two chunks are cut in slices of g_bench_slice bytes, at most
- * BENCH_STEPS in flight per direction, and the two phases are one pipeline:
+ * --steps (8) in flight per direction, and the two phases are one pipeline:
  * reduce-scatter slice j (my copy of the peer's chunk goes out, the peer's
  * copy of mine comes into tmp and recv[mine] = send[mine] + tmp as soon as it
  * completes) is followed by all-gather slice j (the reduced slice goes out as
@@ -1500,8 +1503,9 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 	char *out_other = (char *)(bb->recv + bb->other_at);
 	char *red_in = (char *)(bb->tmp + bb->mine_at);
 	size_t st_n = 0, sh = 0, rt_n = 0, rh = 0, nred = 0;
-	void *sq[BENCH_STEPS], *rq[BENCH_STEPS];
-	size_t slen[BENCH_STEPS], rlen[BENCH_STEPS];
+	void *sq[BENCH_STEPS_MAX], *rq[BENCH_STEPS_MAX];
+	size_t slen[BENCH_STEPS_MAX], rlen[BENCH_STEPS_MAX];
+	const size_t steps = (size_t)g_bench_steps;
 	double t0 = now_s();
 
 #define UNIT_OFF(j) (((j) % ns) * slice)
@@ -1510,7 +1514,7 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 		int progressed = 0;
 
 		/* sends: reduce-scatter slices, then all-gather slices once reduced */
-		while (st_n - sh < BENCH_STEPS && st_n < nu && (st_n < ns || st_n - ns < nred)) {
+		while (st_n - sh < steps && st_n < nu && (st_n < ns || st_n - ns < nred)) {
 			size_t k = UNIT_LEN(st_n);
 			char *p = (st_n < ns ? in_other : out_mine) + UNIT_OFF(st_n);
 			void *req = NULL;
@@ -1519,13 +1523,13 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 			    "isend");
 			if (!req)
 				break;
-			sq[st_n % BENCH_STEPS] = req;
-			slen[st_n % BENCH_STEPS] = k;
+			sq[st_n % steps] = req;
+			slen[st_n % steps] = k;
 			st_n++;
 		}
 		/* receives: reduce-scatter slices into tmp, then all-gather slices
 		 * into recv (in place: once the send that read that slice is done) */
-		while (rt_n - rh < BENCH_STEPS && rt_n < nu &&
+		while (rt_n - rh < steps && rt_n < nu &&
 		       (rt_n < ns || !in_place || rt_n - ns < sh)) {
 			size_t k = UNIT_LEN(rt_n);
 			void *d[1] = { (rt_n < ns ? red_in : out_other) + UNIT_OFF(rt_n) };
@@ -1535,28 +1539,28 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 			OKR(n_irecv(r, 1, d, &k, &tag, mh, &req), "irecv");
 			if (!req)
 				break;
-			rq[rt_n % BENCH_STEPS] = req;
-			rlen[rt_n % BENCH_STEPS] = k;
+			rq[rt_n % steps] = req;
+			rlen[rt_n % steps] = k;
 			rt_n++;
 		}
 		while (sh < st_n) {
 			int done = 0, sz = -1;
 
-			OKR(n_test(sq[sh % BENCH_STEPS], &done, &sz), "test(send)");
+			OKR(n_test(sq[sh % steps], &done, &sz), "test(send)");
 			if (!done)
 				break;
-			CHECK((size_t)sz == slen[sh % BENCH_STEPS], "bench send size %d", sz);
+			CHECK((size_t)sz == slen[sh % steps], "bench send size %d", sz);
 			sh++;
 			progressed = 1;
 		}
 		while (rh < rt_n) {
 			int done = 0, sz = -1;
 
-			OKR(n_test(rq[rh % BENCH_STEPS], &done, &sz), "test(recv)");
+			OKR(n_test(rq[rh % steps], &done, &sz), "test(recv)");
 			if (!done)
 				break;
-			CHECK((size_t)sz == rlen[rh % BENCH_STEPS], "bench recv size %d want %zu", sz,
-			      rlen[rh % BENCH_STEPS]);
+			CHECK((size_t)sz == rlen[rh % steps], "bench recv size %d want %zu", sz,
+			      rlen[rh % steps]);
 			if (rh < ns && g_bench_noop) {
 				nred++;
 			} else if (rh < ns) {
@@ -1685,10 +1689,10 @@ static void bench_allreduce(void)
 	free(bb.send);
 	free(bb.tmp);
 	say("# bench {\"op\":\"%s\",\"in_place\":%s,\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
-	    "\"iters\":%d,\"slice\":%zu,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
+	    "\"iters\":%d,\"slice\":%zu,\"steps\":%d,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
 	    "\"cpu_s_avg\":%.4f,\"app_cpu_s_avg\":%.4f,\"reduce_s_avg\":%.4f,\"busy_s_avg\":%.4f}\n",
 	    g_bench_noop ? "allreduce-noop" : "allreduce", g_bench_in_place ? "true" : "false",
-	    bytes, g_bench_iters, g_bench_slice, g_api,
+	    bytes, g_bench_iters, g_bench_slice, g_bench_steps, g_api,
 	    sum / g_bench_iters * 8, best * 8,
 	    cpu_sum / g_bench_iters, app_sum / g_bench_iters, red_sum / g_bench_iters,
 	    busy_sum < 0 ? -1.0 : busy_sum / g_bench_iters);
@@ -1847,6 +1851,8 @@ int main(int argc, char **argv)
 			g_bench_iters = atoi(v), i++;
 		else if (!strcmp(a, "--op") && v && (!strcmp(v, "sum") || !strcmp(v, "none")))
 			g_bench_noop = !strcmp(v, "none"), i++;
+		else if (!strcmp(a, "--steps") && v && atoi(v) >= 1 && atoi(v) <= BENCH_STEPS_MAX)
+			g_bench_steps = atoi(v), i++;
 		else if (!strcmp(a, "--in-place"))
 			g_bench_in_place = 1;
 		else if (!strcmp(a, "--slice") && v)
