@@ -34,7 +34,7 @@
 # at once: the peer that does the same is the bidirectional one); the ratio
 # against one-way raw is shown too, and per-round ratios (same round's raw).
 # --cpu MODEL boots the guests with QEMU's -cpu MODEL. Default
-# max,erms=off,la57=off: a CPU with AVX2 like any TB5 host (the reduction
+# max,erms=off,la57=off (BENCH_CPU_MODEL in harness/scenarios/common.sh): a CPU with AVX2 like any TB5 host (the reduction
 # uses it: under TCG ~0.05 s per 64 MiB against 0.06 s for the plain loop),
 # without ERMS (QEMU 7.2's TCG runs `rep movsb`, which the kernel's copies
 # take when ERMS is there, one byte per step) and without 5-level paging.
@@ -49,12 +49,12 @@ rounds=5
 iters=4
 slices=()
 staged=1
-cpu=max,erms=off,la57=off
+cpu=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-staged) staged=0; shift ;;
 	--size) size=$2; shift 2 ;;
-	--cpu) cpu=$2; [ "$cpu" = default ] && cpu=; shift 2 ;;
+	--cpu) cpu=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--slice) slices+=("$2"); shift 2 ;;
@@ -66,6 +66,10 @@ done
 export VMPAIR_STATE=${VMPAIR_STATE:-$top/build/bench/rccl-pair}
 . "$top/harness/scenarios/common.sh"
 . "$top/harness/scenarios/odl-lib.sh"
+case $cpu in
+'') cpu=$BENCH_CPU_MODEL ;;
+default) cpu= ;;
+esac
 TAP_AUTO_EVIDENCE=0
 TAP_EXEC_TIMEOUT=600
 CLI=$top/build/userlib/odl_tb5_cli.static

@@ -135,42 +135,31 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 
 # (LD_LIBRARY_PATH: under ASan dlopen is intercepted by libasan, whose
 # RUNPATH, not the harness's, is then "the caller's")
+RCCL_ASAN_RUN = NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off LD_LIBRARY_PATH=$(RCCL_ASAN_OUT) \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  $(RCCL_ASAN_OUT)/netconf --timeout $(RCCL_TIMEOUT)
 unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
-	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off LD_LIBRARY_PATH=$(RCCL_ASAN_OUT) \
-	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  $(RCCL_ASAN_OUT)/netconf --api 7 --max-size 16777216 --timeout $(RCCL_TIMEOUT)
-	for mode in "" --in-place; do \
-	  NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off LD_LIBRARY_PATH=$(RCCL_ASAN_OUT) \
-	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  $(RCCL_ASAN_OUT)/netconf --bench 3000000 --slice 262144 --iters 2 $$mode \
-	    --timeout $(RCCL_TIMEOUT) || exit 1; done
+	$(RCCL_ASAN_RUN) --api 7 --max-size 16777216
+	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2
+	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
 
 # The static guest build over shm on the host (what the net-plugin scenario
 # runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
 # table, then short all-reduce benchmarks (one slice per phase; several
 # slices with a short last one, out of place and in place; 32 small slices
-# in flight; the same without
-# the reduction, every byte received checked, both ways); it must not depend
-# on libdl/NSS.
+# in flight; the same without the reduction, every byte received checked,
+# both ways); it must not depend on libdl/NSS.
+RCCL_STATIC_RUN = ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --timeout $(RCCL_TIMEOUT)
 unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	@if readelf -d $(RCCL_NETCONF_STATIC) 2>/dev/null | grep -q NEEDED; then \
 	   echo "unit-rccl-static: netconf.static has dynamic dependencies" >&2; exit 1; fi
-	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --api 9 --max-size 16777216 \
-	  --timeout $(RCCL_TIMEOUT)
-	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 8388608 --iters 2 \
-	  --timeout $(RCCL_TIMEOUT)
-	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
-	  --timeout $(RCCL_TIMEOUT)
-	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
-	  --in-place --timeout $(RCCL_TIMEOUT)
-	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 65536 --steps 32 \
-	  --iters 2 --timeout $(RCCL_TIMEOUT)
-	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
-	  --op none --timeout $(RCCL_TIMEOUT)
-	ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --bench 3000000 --slice 262144 --iters 2 \
-	  --op none --in-place --timeout $(RCCL_TIMEOUT)
+	$(RCCL_STATIC_RUN) --api 9 --max-size 16777216
+	$(RCCL_STATIC_RUN) --bench 8388608 --iters 2
+	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2
+	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
+	$(RCCL_STATIC_RUN) --bench 3000000 --slice 65536 --steps 32 --iters 2
+	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none
+	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none --in-place
 
 # The plugin benchmark between the VMs (bench/rccl.sh; results in
 # bench/results/rccl-allreduce-*). `make bench` runs it before bench/run.

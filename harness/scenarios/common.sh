@@ -6,6 +6,9 @@
 
 SCEN_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export VMPAIR_STATE=${VMPAIR_STATE:-/tmp/odl-vmpair-$(id -un)/scenario-$$}
+# The guests' CPU model for the plugin benchmark (bench/rccl.sh, which says
+# why) and the net-plugin scenario that checks it: AVX2, no ERMS, no LA57.
+BENCH_CPU_MODEL=max,erms=off,la57=off
 
 pair_down() {
 	[ "${KEEP_PAIR:-0}" = 1 ] && return 0

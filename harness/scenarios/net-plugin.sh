@@ -40,7 +40,7 @@ odl_need_build
 
 # the CPU model bench/rccl.sh uses (AVX2, which the benchmark's reduction
 # takes; ERMS and 5-level paging off)
-pair_up --virtio-net --mem 1024 --cpu max,erms=off,la57=off
+pair_up --virtio-net --mem 1024 --cpu "$BENCH_CPU_MODEL"
 for v in a b; do
 	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null &&
 		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null ||
@@ -63,16 +63,23 @@ else
 	not_ok "out-of-band path (virtio-net 198.51.100.0/24) up" "$(va ip addr 2>&1)"
 fi
 
-# the two ranks, both in the background; each writes its exit status last
-args="${API:+--api $API} --max-size $MAX --deadline 120 --call-bound 2"
 env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78"
-vm a sh -c "rm -f /tmp/nc.out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen 29500 $args; echo netconf-exit=\$?' > /tmp/nc.out 2>&1 < /dev/null &"
-vm b sh -c "rm -f /tmp/nc.out; setsid sh -c '$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29500 $args; echo netconf-exit=\$?' > /tmp/nc.out 2>&1 < /dev/null &"
+# ranks OUT PORT LIMIT ARGS: rank 0 on a and rank 1 on b, both in the
+# background, each writing its exit status last to /tmp/OUT; waits up to LIMIT
+# seconds for both and leaves their output in $outa / $outb
+ranks() {
+	local out=/tmp/$1 port=$2 limit=$3 args=$4
+	vm a sh -c "rm -f $out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > $out 2>&1 < /dev/null &"
+	vm b sh -c "rm -f $out; setsid sh -c '$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:$port $args; echo netconf-exit=\$?' > $out 2>&1 < /dev/null &"
+	wait_for "vm a grep -q netconf-exit= $out && vm b grep -q netconf-exit= $out" "$limit" 2
+	outa=$(vm a cat "$out" 2>&1)
+	outb=$(vm b cat "$out" 2>&1)
+}
+
 t0=$SECONDS
-wait_for "vm a grep -q netconf-exit= /tmp/nc.out && vm b grep -q netconf-exit= /tmp/nc.out" 900 5
+ranks nc.out 29500 900 "${API:+--api $API} --max-size $MAX --deadline 120 --call-bound 2"
 secs=$((SECONDS - t0))
-outa=$(vm a cat /tmp/nc.out 2>&1)
-outb=$(vm b cat /tmp/nc.out 2>&1)
+conf_a=$outa
 for v in a b; do
 	[ $v = a ] && out=$outa r=0 || out=$outb r=1
 	if printf '%s\n' "$out" | grep -q '^netconf-exit=0$' &&
@@ -87,7 +94,7 @@ for v in a b; do
 done
 # the individual steps, from rank 0's TAP
 step() {
-	if printf '%s\n' "$outa" | grep -qE "^ok [0-9]+ - rank0: $1"; then
+	if printf '%s\n' "$conf_a" | grep -qE "^ok [0-9]+ - rank0: $1"; then
 		ok "$2"
 	else
 		not_ok "$2" "no 'ok ... rank0: $1' line in rank 0's output"
@@ -95,11 +102,11 @@ step() {
 }
 step 'init/devices/getProperties' "plugin init, one kernel device, properties (4 threads)"
 step 'bad calls return NCCL error codes' "bad calls (NULL comm, oversize handle, unknown device) return NCCL errors"
-if [ "$(printf '%s\n' "$outa" | grep -cE '^ok [0-9]+ - rank0: handshake: ')" = 4 ]; then
+if [ "$(printf '%s\n' "$conf_a" | grep -cE '^ok [0-9]+ - rank0: handshake: ')" = 4 ]; then
 	ok "handshakes: connect first, accept first, interleaved, symmetric; closeListen after accept"
 else
 	not_ok "handshakes: connect first, accept first, interleaved, symmetric; closeListen after accept" \
-		"$(printf '%s\n' "$outa" | grep handshake)"
+		"$(printf '%s\n' "$conf_a" | grep handshake)"
 fi
 step "isend/irecv sizes 0 B \\.\\. $MAX B" "sizes 0 B .. $MAX B both ways at once, larger receives, 32 in flight"
 step 'grouped receives n = 1..8' "grouped receives n = 1..8 with tags"
@@ -131,18 +138,14 @@ fi
 # the benchmark's all-reduce (what bench/rccl.sh measures: registered buffers,
 # zero copy, slices pipelined both ways), short, out of place and in place
 bench_run() {
-	local port=$1 what=$2 bargs="--bench 16777216 --slice 1048576 --iters 2 --deadline 120 ${3:-}" o0 o1
-	vm a sh -c "rm -f /tmp/nb.out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen $port $bargs; echo netconf-exit=\$?' > /tmp/nb.out 2>&1 < /dev/null &"
-	o1=$(vm b sh -c "$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:$port $bargs; echo netconf-exit=\$?" 2>&1)
-	wait_for "vm a grep -q netconf-exit= /tmp/nb.out" 300 2
-	o0=$(vm a cat /tmp/nb.out 2>&1)
-	if printf '%s\n' "$o0" "$o1" | grep -c '^netconf-exit=0$' | grep -qx 2 &&
-		[ "$(printf '%s\n' "$o0" "$o1" | grep -cE '^ok [0-9]+ - rank[01]: all-reduce benchmark, every iteration verified')" = 2 ]; then
-		ok "all-reduce benchmark path $what across the VMs, every iteration verified" \
-			"$(printf '%s\n' "$o0" | grep -E '^# (bench \{|reduction)')"
+	ranks nb.out "$1" 300 "--bench 16777216 --slice 1048576 --iters 2 --deadline 120 ${3:-}"
+	if printf '%s\n' "$outa" "$outb" | grep -c '^netconf-exit=0$' | grep -qx 2 &&
+		[ "$(printf '%s\n' "$outa" "$outb" | grep -cE '^ok [0-9]+ - rank[01]: all-reduce benchmark, every iteration verified')" = 2 ]; then
+		ok "all-reduce benchmark path $2 across the VMs, every iteration verified" \
+			"$(printf '%s\n' "$outa" | grep -E '^# (bench \{|reduction)')"
 	else
-		not_ok "all-reduce benchmark path $what across the VMs, every iteration verified" \
-			"rank 0:" "$(printf '%s\n' "$o0" | tail -n 20)" "rank 1:" "$(printf '%s\n' "$o1" | tail -n 20)"
+		not_ok "all-reduce benchmark path $2 across the VMs, every iteration verified" \
+			"rank 0:" "$(printf '%s\n' "$outa" | tail -n 20)" "rank 1:" "$(printf '%s\n' "$outb" | tail -n 20)"
 	fi
 }
 bench_run 29510 "out of place"
@@ -150,9 +153,9 @@ bench_run 29511 "in place" --in-place
 # the guests got the CPU model asked for, and the reduction took its AVX2
 if vm a sh -c "grep -qw avx2 /proc/cpuinfo && ! grep -qwE 'erms|la57' /proc/cpuinfo" &&
 	vm a grep -q '^# reduction: AVX2' /tmp/nb.out; then
-	ok "guests run -cpu max,erms=off,la57=off; the reduction uses AVX2"
+	ok "guests run -cpu $BENCH_CPU_MODEL; the reduction uses AVX2"
 else
-	not_ok "guests run -cpu max,erms=off,la57=off; the reduction uses AVX2" \
+	not_ok "guests run -cpu $BENCH_CPU_MODEL; the reduction uses AVX2" \
 		"$(vm a grep -m1 flags /proc/cpuinfo 2>&1)" "$(vm a grep reduction /tmp/nb.out 2>&1)"
 fi
 st=$(vm a /tmp/odl_xfer stats 2>&1; vm b /tmp/odl_xfer stats 2>&1)

@@ -1333,8 +1333,8 @@ static int g_bench_steps = 8;
  * guest (QEMU 7.2, 64 MiB, docs/performance.md): the plain loop (what -O2
  * makes of it, SSE2 or not) runs at about the speed of memcpy; AVX2 (a -cpu
  * model that has it) is faster still, since QEMU 7.2 translates VEX integer
- * ops into host vector code. A 64-bit two-lanes-per-word trick was twice as
- * slow as the plain loop.
+ * ops into host vector code. A 64-bit two-lanes-per-word trick took three
+ * times as long as the plain loop.
  */
 static void reduce_sum_i32_plain(int32_t *dst, const int32_t *a, const int32_t *b, size_t n)
 {
