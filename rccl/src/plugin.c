@@ -1955,6 +1955,22 @@ static ncclResult_t v10_init(ncclDebugLogger_t l, ncclProfilerCallback_t p)
 
 static ncclResult_t v7_props(int dev, ncclNetProperties_v7_t *p) { return core_props(dev, p); }
 
+/* the fields every version from v7 on has, from core_props() */
+#define PROPS_FROM_V7(p, q)                                    \
+	do {                                                   \
+		(p)->name = (q).name;                          \
+		(p)->pciPath = (q).pciPath;                    \
+		(p)->guid = (q).guid;                          \
+		(p)->ptrSupport = (q).ptrSupport;              \
+		(p)->speed = (q).speed;                        \
+		(p)->port = (q).port;                          \
+		(p)->latency = (q).latency;                    \
+		(p)->maxComms = (q).maxComms;                  \
+		(p)->maxRecvs = (q).maxRecvs;                  \
+		(p)->netDeviceType = (q).netDeviceType;        \
+		(p)->netDeviceVersion = (q).netDeviceVersion;  \
+	} while (0)
+
 static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
 {
 	ncclNetProperties_v7_t q;
@@ -1966,45 +1982,25 @@ static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
 	if (r)
 		return r;
 	memset(p, 0, sizeof(*p));
-	p->name = q.name;
-	p->pciPath = q.pciPath;
-	p->guid = q.guid;
-	p->ptrSupport = q.ptrSupport;
+	PROPS_FROM_V7(p, q);
 	p->regIsGlobal = 0;
-	p->speed = q.speed;
-	p->port = q.port;
-	p->latency = q.latency;
-	p->maxComms = q.maxComms;
-	p->maxRecvs = q.maxRecvs;
-	p->netDeviceType = q.netDeviceType;
-	p->netDeviceVersion = q.netDeviceVersion;
 	return ncclSuccess;
 }
 
 static ncclResult_t v9_props(int dev, ncclNetProperties_v9_t *p)
 {
-	ncclNetProperties_v7_t q;
+	ncclNetProperties_v8_t q;
 	ncclResult_t r;
 
 	if (!p)
 		return fail(ncclInternalError);
-	r = core_props(dev, &q);
+	r = v8_props(dev, &q);
 	if (r)
 		return r;
 	memset(p, 0, sizeof(*p));
-	p->name = q.name;
-	p->pciPath = q.pciPath;
-	p->guid = q.guid;
-	p->ptrSupport = q.ptrSupport;
-	p->regIsGlobal = 0;
+	PROPS_FROM_V7(p, q);
+	p->regIsGlobal = q.regIsGlobal;
 	p->forceFlush = 0;
-	p->speed = q.speed;
-	p->port = q.port;
-	p->latency = q.latency;
-	p->maxComms = q.maxComms;
-	p->maxRecvs = q.maxRecvs;
-	p->netDeviceType = q.netDeviceType;
-	p->netDeviceVersion = q.netDeviceVersion;
 	p->vProps.ndevs = 1;
 	p->vProps.devs[0] = dev;
 	p->maxP2pBytes = 1ull << 30;
