@@ -228,23 +228,22 @@ out=$top/bench/results/rccl-allreduce-$ts
 	done
 } | tee "$out.txt"
 arr() { echo "$1" | xargs | tr ' ' ,; }
+# per_slice NAME KEY: ' "NAME":{"<slice>":[<rounds>],...},' from res[KEY<slice>]
+per_slice() {
+	local s sep=
+	printf ' "%s":{' "$1"
+	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[$2$s]}")"; sep=,; done
+	printf '},\n'
+}
 {
 	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s",\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}"
 	printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir1_per_dir_gbps":[%s],"raw_bidir4_per_dir_gbps":[%s],\n' \
 		"$(arr "${res[raw]}")" "$(arr "${res[raw_tx]}")" "$(arr "${res[bidir1]}")" "$(arr "${res[bidir4]}")"
-	printf ' "plugin_busbw_gbps":{'
-	sep=
-	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[p$s]}")"; sep=,; done
-	printf '},\n "plugin_cpu_s":{'
-	sep=
-	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[cpu$s]}")"; sep=,; done
-	printf '},\n "plugin_reduce_s":{'
-	sep=
-	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[red$s]}")"; sep=,; done
-	printf '},\n "plugin_guest_a_busy_pct":{'
-	sep=
-	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[busy$s]}")"; sep=,; done
-	printf '},\n "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
+	per_slice plugin_busbw_gbps p
+	per_slice plugin_cpu_s cpu
+	per_slice plugin_reduce_s red
+	per_slice plugin_guest_a_busy_pct busy
+	printf ' "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
 	printf ' "plugin_inplace_busbw_gbps":[%s],"ratio_inplace":%s,\n' "$(arr "${res[ip$head]}")" "$(div "$(median "${res[ip$head]}")" "$bidm")"
 	printf ' "plugin_staged_busbw_gbps":[%s],"plugin_staged_cpu_s":[%s],\n' "$(arr "${res[st$head]:-}")" "$(arr "${res[stcpu$head]:-}")"
 	printf ' "plugin_noreduce_busbw_gbps":[%s],"ratio_transport":%s,\n' "$(arr "${res[nop$head]}")" "$(div "$(median "${res[nop$head]}")" "$bidm")"

@@ -212,6 +212,19 @@ wait_xdomain() {
 	wait_for "vm $1 test -e /sys/bus/thunderbolt/devices/0-1/unique_id" "${2:-120}"
 }
 
+# four checks: both guests list the XDomain 0-1, and each one's 0-1 is the
+# other's own domain (UUIDs)
+check_xdomain_peers() {
+	local v
+	for v in a b; do
+		if wait_xdomain $v 120; then ok "$v: XDomain 0-1 appeared"; else not_ok "$v: XDomain 0-1 appeared"; fi
+	done
+	is "$(vm a cat /sys/bus/thunderbolt/devices/0-1/unique_id)" \
+		"$(vm b cat /sys/bus/thunderbolt/devices/0-0/unique_id)" "a's 0-1 unique_id is b's own UUID"
+	is "$(vm b cat /sys/bus/thunderbolt/devices/0-1/unique_id)" \
+		"$(vm a cat /sys/bus/thunderbolt/devices/0-0/unique_id)" "b's 0-1 unique_id is a's own UUID"
+}
+
 wait_no_xdomain() {
 	wait_for "! vm $1 test -e /sys/bus/thunderbolt/devices/0-1" "${2:-60}"
 }

@@ -12,15 +12,7 @@ prof=$(pair_profile)
 gbps=$(profile_key "$prof" lane_gbps)
 [ -n "$gbps" ] || bail_out "no lane_gbps for profile $prof"
 pair_up
-for v in a b; do
-	if wait_xdomain $v 120; then ok "$v: XDomain 0-1 appeared"; else not_ok "$v: XDomain 0-1 appeared"; fi
-done
-a_own=$(vm a cat /sys/bus/thunderbolt/devices/0-0/unique_id)
-b_own=$(vm b cat /sys/bus/thunderbolt/devices/0-0/unique_id)
-a_peer=$(vm a cat /sys/bus/thunderbolt/devices/0-1/unique_id)
-b_peer=$(vm b cat /sys/bus/thunderbolt/devices/0-1/unique_id)
-is "$a_peer" "$b_own" "a's 0-1 unique_id is b's own UUID"
-is "$b_peer" "$a_own" "b's 0-1 unique_id is a's own UUID"
+check_xdomain_peers
 want=$(printf '2x%d.0 Gb/s 2x%d.0 Gb/s' "$gbps" "$gbps")
 for v in a b; do
 	wait_for "vm $v sh -c 'grep -q 2 /sys/bus/thunderbolt/devices/0-1/rx_lanes'" 60

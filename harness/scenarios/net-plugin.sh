@@ -158,11 +158,6 @@ else
 	not_ok "guests run -cpu $BENCH_CPU_MODEL; the reduction uses AVX2" \
 		"$(vm a grep -m1 flags /proc/cpuinfo 2>&1)" "$(vm a grep reduction /tmp/nb.out 2>&1)"
 fi
-st=$(vm a /tmp/odl_xfer stats 2>&1; vm b /tmp/odl_xfer stats 2>&1)
-if [ "$(printf '%s\n' "$st" | grep -c 'seq_errors=0 len_errors=0 desc_errors=0 drops=0')" = 2 ]; then
-	ok "driver: no seq/len/descriptor errors, no drops on either side" "$st"
-else
-	not_ok "driver: no seq/len/descriptor errors, no drops on either side" "$st"
-fi
+odl_check_rx_stats "driver: no seq/len/descriptor errors, no drops on either side" a b
 odl_check_clean
 tap_done

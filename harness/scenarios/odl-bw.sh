@@ -21,11 +21,6 @@ avg=$(printf '%s\n' "$ODL_CLI_OUT" | awk '$1 == 1048576 && NF >= 5 { print $4 }'
 [ -n "$avg" ] && diag "odl_tb5 bandwidth 1 MiB: $avg Gb/s = $(awk -v g="$avg" 'BEGIN { printf "%.0f", g * 1000 }') Mb/s"
 odl_cli_run "bandwidth a -> b: 20000 x 4 KiB verified" 900 \
 	--test bandwidth --size 4K --iterations 20000 --timeout 60000
-st=$(vm b /tmp/odl_xfer stats)
-if echo "$st" | grep -q 'seq_errors=0 len_errors=0 desc_errors=0 drops=0'; then
-	ok "b: no seq/len/descriptor errors, no drops" "$st"
-else
-	not_ok "b: no seq/len/descriptor errors, no drops" "$st"
-fi
+odl_check_rx_stats "b: no seq/len/descriptor errors, no drops" b
 odl_check_clean
 tap_done

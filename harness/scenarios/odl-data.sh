@@ -38,11 +38,6 @@ vm a /tmp/odl_xfer send -p 12 -q 13 -n 40 -s 5000 >/dev/null 2>&1
 wait_for "vm b grep -q received /tmp/rx.p11 && vm b grep -q received /tmp/rx.p13" 120
 check "two concurrent opens on separate ports, both verified" \
 	vm b sh -c 'grep -q " 0 bad" /tmp/rx.p11 && grep -q " 0 bad" /tmp/rx.p13'
-st=$(vm b /tmp/odl_xfer stats)
-if echo "$st" | grep -q 'seq_errors=0 len_errors=0 desc_errors=0 drops=0'; then
-	ok "b: no seq/len/descriptor errors, no drops" "$st"
-else
-	not_ok "b: no seq/len/descriptor errors, no drops" "$st"
-fi
+odl_check_rx_stats "b: no seq/len/descriptor errors, no drops" b
 odl_check_clean
 tap_done

@@ -113,6 +113,19 @@ odl_problems() {
 		lvl <= 4 && /odl_tb5/ { print }'\'''
 }
 
+# odl_check_rx_stats DESC GUEST...: the driver counted no sequence, length or
+# descriptor error and dropped nothing on each GUEST (odl_xfer stats)
+odl_check_rx_stats() {
+	local desc=$1 v s st="" bad=0
+	shift
+	for v in "$@"; do
+		s=$(vm "$v" /tmp/odl_xfer stats 2>&1)
+		st+="$v: $s"$'\n'
+		printf '%s\n' "$s" | grep -q 'seq_errors=0 len_errors=0 desc_errors=0 drops=0' || bad=1
+	done
+	if [ $bad = 0 ]; then ok "$desc" "$st"; else not_ok "$desc" "$st"; fi
+}
+
 odl_check_clean() {
 	local v out
 	for v in a b; do
