@@ -142,12 +142,14 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	$(RCCL_ASAN_RUN) --api 7 --max-size 16777216
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
+	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread
 
 # The static guest build over shm on the host (what the net-plugin scenario
 # runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
 # table, then short all-reduce benchmarks (one slice per phase; several
 # slices with a short last one, out of place and in place; 32 small slices
-# in flight; the same without the reduction, every byte received checked,
+# in flight; reduced by a thread of its own, both ways; the timeline of both
+# reducers checked against the pipeline's dependencies; the same without the reduction, every byte received checked,
 # both ways); it must not depend on libdl/NSS.
 RCCL_STATIC_RUN = ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --timeout $(RCCL_TIMEOUT)
 unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
@@ -158,6 +160,11 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 65536 --steps 32 --iters 2
+	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread
+	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread --in-place
+	set -o pipefail; for r in thread inline; do \
+	  $(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer $$r --timeline | \
+	    python3 $(RCCL_DIR)/tests/timeline_check.py 2 2 6 || exit 1; done
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none --in-place
 

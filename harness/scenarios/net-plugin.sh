@@ -12,7 +12,8 @@
 # an all-gather with verified results. Then the statistics files of both sides
 # must agree (a's TX bytes = b's RX bytes and vice versa, also for the bytes
 # that went zero copy, which must be a good part), the benchmark's pipelined
-# all-reduce (bench/rccl.sh) runs short, out of place and in place, verified,
+# all-reduce (bench/rccl.sh) runs short, out of place, in place and with the
+# reductions in a thread of their own, verified,
 # and the driver must count no drops or frame errors.
 #
 # The guests are busybox without a shared libc, so they run netconf.static:
@@ -136,7 +137,8 @@ else
 	not_ok "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used" "$res" "a: $sa" "b: $sb"
 fi
 # the benchmark's all-reduce (what bench/rccl.sh measures: registered buffers,
-# zero copy, slices pipelined both ways), short, out of place and in place
+# zero copy, slices pipelined both ways), short, out of place, in place, and
+# with a reducer thread beside the thread driving the plugin
 bench_run() {
 	ranks nb.out "$1" 300 "--bench 16777216 --slice 1048576 --iters 2 --deadline 120 ${3:-}"
 	if printf '%s\n' "$outa" "$outb" | grep -c '^netconf-exit=0$' | grep -qx 2 &&
@@ -150,6 +152,7 @@ bench_run() {
 }
 bench_run 29510 "out of place"
 bench_run 29511 "in place" --in-place
+bench_run 29512 "reduced by a thread of its own" "--reducer thread"
 # the guests got the CPU model asked for, and the reduction took its AVX2
 if vm a sh -c "grep -qw avx2 /proc/cpuinfo && ! grep -qwE 'erms|la57' /proc/cpuinfo" &&
 	vm a grep -q '^# reduction: AVX2' /tmp/nb.out; then

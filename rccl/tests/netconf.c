@@ -31,7 +31,10 @@
  *          default 8), --op sum|none and --in-place (--bench; none: the same
  *          data movement with the reduction skipped, every byte still
  *          checked; --in-place: the result overwrites the input, default out
- *          of place).
+ *          of place), --reducer inline|thread (--bench: who reduces, the
+ *          thread driving the plugin or a thread of its own, see
+ *          g_bench_reducer_thread), --timeline (--bench: when each slice's
+ *          send, receive and reduction completed, per timed iteration).
  * Output: TAP lines "ok N - rankR: name" / "not ok ...".
  *
  * Built with -DNETCONF_STATIC (netconf.static, for the busybox guests, which
@@ -50,6 +53,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1323,6 +1327,15 @@ static int g_bench_noop;
 /* --in-place: the result overwrites the input (nccl-tests' second column) */
 static int g_bench_in_place;
 
+/* --reducer thread: the reductions run in a thread of their own (the role
+ * of the GPU in NCCL, which reduces while the proxy thread drives the
+ * network); --reducer inline (default): the thread that drives the plugin
+ * reduces each slice itself as its receive completes */
+static int g_bench_reducer_thread;
+/* --timeline: per timed iteration, when each slice's send and receive
+ * completed and when each reduction was seen done (ms from the start) */
+static int g_bench_timeline;
+
 #define BENCH_STEPS_MAX 32
 /* --steps: slices in flight per direction (NCCL_STEPS: 8) */
 static int g_bench_steps = 8;
@@ -1464,8 +1477,112 @@ static double thread_cpu_s(void)
 }
 
 struct bench_it {
-	double reduce_s; /* CPU time of this thread in reduce_sum_i32 */
+	double reduce_s; /* CPU time spent in reduce_sum_i32 (either thread) */
+	/* --timeline: ms from the start at which send / receive j completed
+	 * and reduction j was seen done (NULL without --timeline) */
+	double *t_send, *t_recv, *t_red;
 };
+
+/*
+ * The reducer thread (--reducer thread): reduces the reduce-scatter slices
+ * in order as the driving thread hands them over (avail), publishing how
+ * many are done in nred. One job (an all-reduce) at a time; the driving
+ * thread starts the next one only after every slice of the last is reduced.
+ */
+struct reducer {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool quit;
+	/* the current job, set by red_start under mu */
+	char *out, *a, *b; /* out = a + b, slice by slice */
+	size_t slice, hbytes, avail, done;
+	double cpu_s;	     /* CPU time of the reducer thread in reduce_sum_i32 */
+	atomic_size_t nred; /* slices reduced (release: the data is written) */
+};
+
+static struct reducer g_red;
+
+static void *reducer_main(void *arg)
+{
+	struct reducer *rd = arg;
+
+	pthread_mutex_lock(&rd->mu);
+	for (;;) {
+		while (!rd->quit && rd->done >= rd->avail)
+			pthread_cond_wait(&rd->cv, &rd->mu);
+		if (rd->quit)
+			break;
+		size_t j = rd->done, off = j * rd->slice;
+		size_t len = rd->hbytes - off < rd->slice ? rd->hbytes - off : rd->slice;
+		char *out = rd->out, *a = rd->a, *b = rd->b;
+
+		pthread_mutex_unlock(&rd->mu);
+		double t1 = thread_cpu_s();
+
+		reduce_sum_i32((int32_t *)(out + off), (const int32_t *)(a + off),
+			       (const int32_t *)(b + off), len / 4);
+		double dt = thread_cpu_s() - t1;
+
+		pthread_mutex_lock(&rd->mu);
+		rd->cpu_s += dt;
+		rd->done = j + 1;
+		atomic_store_explicit(&rd->nred, j + 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&rd->mu);
+	return NULL;
+}
+
+static void red_start(struct reducer *rd, char *out, char *a, char *b, size_t slice, size_t hbytes)
+{
+	pthread_mutex_lock(&rd->mu);
+	rd->out = out;
+	rd->a = a;
+	rd->b = b;
+	rd->slice = slice;
+	rd->hbytes = hbytes;
+	rd->avail = rd->done = 0;
+	rd->cpu_s = 0;
+	atomic_store(&rd->nred, 0);
+	pthread_mutex_unlock(&rd->mu);
+}
+
+/* slices [0, n) have arrived and may be reduced */
+static void red_hand_over(struct reducer *rd, size_t n)
+{
+	pthread_mutex_lock(&rd->mu);
+	rd->avail = n;
+	pthread_cond_signal(&rd->cv);
+	pthread_mutex_unlock(&rd->mu);
+}
+
+static double red_cpu_s(struct reducer *rd)
+{
+	pthread_mutex_lock(&rd->mu);
+	double v = rd->cpu_s;
+
+	pthread_mutex_unlock(&rd->mu);
+	return v;
+}
+
+static void red_init(struct reducer *rd)
+{
+	pthread_mutex_init(&rd->mu, NULL);
+	pthread_cond_init(&rd->cv, NULL);
+	rd->quit = false;
+	CHECK(pthread_create(&rd->th, NULL, reducer_main, rd) == 0, "cannot start the reducer thread");
+}
+
+static void red_fini(struct reducer *rd)
+{
+	pthread_mutex_lock(&rd->mu);
+	rd->quit = true;
+	pthread_cond_signal(&rd->cv);
+	pthread_mutex_unlock(&rd->mu);
+	pthread_join(rd->th, NULL);
+	pthread_cond_destroy(&rd->cv);
+	pthread_mutex_destroy(&rd->mu);
+}
 
 /* the buffers of one all-reduce: send (input), recv (result; == send in
  * place), tmp (the peer's copy of my chunk) and their handles per comm */
@@ -1506,13 +1623,25 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 	void *sq[BENCH_STEPS_MAX], *rq[BENCH_STEPS_MAX];
 	size_t slen[BENCH_STEPS_MAX], rlen[BENCH_STEPS_MAX];
 	const size_t steps = (size_t)g_bench_steps;
+	const int use_thread = g_bench_reducer_thread && !g_bench_noop;
 	double t0 = now_s();
+
+	if (use_thread)
+		red_start(&g_red, out_mine, in_mine, red_in, slice, hbytes);
 
 #define UNIT_OFF(j) (((j) % ns) * slice)
 #define UNIT_LEN(j) (hbytes - UNIT_OFF(j) < slice ? hbytes - UNIT_OFF(j) : slice)
 	while (sh < nu || rh < nu) {
 		int progressed = 0;
 
+		if (use_thread) {
+			size_t n = atomic_load_explicit(&g_red.nred, memory_order_acquire);
+
+			progressed = n != nred;
+			for (; st->t_red && nred < n; nred++)
+				st->t_red[nred] = (now_s() - t0) * 1e3;
+			nred = n;
+		}
 		/* sends: reduce-scatter slices, then all-gather slices once reduced */
 		while (st_n - sh < steps && st_n < nu && (st_n < ns || st_n - ns < nred)) {
 			size_t k = UNIT_LEN(st_n);
@@ -1550,6 +1679,8 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 			if (!done)
 				break;
 			CHECK((size_t)sz == slen[sh % steps], "bench send size %d", sz);
+			if (st->t_send)
+				st->t_send[sh] = (now_s() - t0) * 1e3;
 			sh++;
 			progressed = 1;
 		}
@@ -1561,8 +1692,12 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 				break;
 			CHECK((size_t)sz == rlen[rh % steps], "bench recv size %d want %zu", sz,
 			      rlen[rh % steps]);
+			if (st->t_recv)
+				st->t_recv[rh] = (now_s() - t0) * 1e3;
 			if (rh < ns && g_bench_noop) {
 				nred++;
+			} else if (rh < ns && use_thread) {
+				red_hand_over(&g_red, rh + 1);
 			} else if (rh < ns) {
 				double t1 = thread_cpu_s();
 
@@ -1570,18 +1705,23 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 					       (const int32_t *)(in_mine + UNIT_OFF(rh)),
 					       (const int32_t *)(red_in + UNIT_OFF(rh)), (size_t)sz / 4);
 				st->reduce_s += thread_cpu_s() - t1;
+				if (st->t_red)
+					st->t_red[nred] = (now_s() - t0) * 1e3;
 				nred++;
 			}
 			rh++;
 			progressed = 1;
 		}
 		CHECK(now_s() - t0 < g_deadline_s,
-		      "bench all-reduce stuck (sent %zu/%zu, received %zu/%zu slices)", sh, nu, rh, nu);
+		      "bench all-reduce stuck (sent %zu/%zu, received %zu/%zu slices, %zu reduced)", sh,
+		      nu, rh, nu, nred);
 		if (!progressed)
 			poll_pause();
 	}
 #undef UNIT_OFF
 #undef UNIT_LEN
+	if (use_thread)
+		st->reduce_s += red_cpu_s(&g_red);
 }
 
 static int32_t bench_fill(int rank, int it, size_t i)
@@ -1610,6 +1750,8 @@ static void bench_allreduce(void)
 		      g_bench_slice % 4 == 0,
 	      "bench: out of memory, size too small or slice not a multiple of 4");
 	reduce_selftest();
+	if (g_bench_reducer_thread && !g_bench_noop)
+		red_init(&g_red);
 	memset(bb.tmp, 0, bytes);
 	setup_pair(&s, &r);
 	/* sends read send (reduce-scatter) and recv (all-gather); receives land
@@ -1625,8 +1767,19 @@ static void bench_allreduce(void)
 	bb.mine_at = (size_t)g_rank * half;
 	bb.other_at = (size_t)(1 - g_rank) * half;
 	bb.hbytes = half * 4;
+	size_t nunits = 2 * ((bb.hbytes + g_bench_slice - 1) / g_bench_slice);
+	double *tl = g_bench_timeline ? calloc(3 * nunits, sizeof(double)) : NULL;
+
+	CHECK(!g_bench_timeline || tl, "bench: out of memory (timeline)");
 	for (int it = -1; it < g_bench_iters; it++) { /* it = -1: warm-up */
 		struct bench_it st = { 0 };
+
+		if (tl) {
+			memset(tl, 0, 3 * nunits * sizeof(double));
+			st.t_send = tl;
+			st.t_recv = tl + nunits;
+			st.t_red = tl + 2 * nunits;
+		}
 
 		for (size_t i = 0; i < count; i++)
 			bb.send[i] = (int32_t)((g_rank + 1) * (int)(i % 1000) + it);
@@ -1675,7 +1828,19 @@ static void bench_allreduce(void)
 		say("# bench iteration %d: %zu bytes in %.3f s, busbw %.3f GB/s (%.3f Gb/s), cpu: process "
 		    "%.3f s, this thread %.3f s (reducing %.3f s), machine busy %.3f s%s\n",
 		    it, bytes, dt, bw, bw * 8, cpu, app, st.reduce_s, busy, it < 0 ? " (warm-up)" : "");
+		for (int k = 0; tl && it >= 0 && k < 3; k++) {
+			const double *v = tl + (size_t)k * nunits;
+			size_t n = k == 2 ? nunits / 2 : nunits;
+
+			printf("# timeline rank%d %d %s ms:", g_rank, it,
+			       k == 0 ? "send" : k == 1 ? "recv" : "reduced");
+			for (size_t j = 0; j < n; j++)
+				printf(" %.1f", v[j]);
+			printf("\n");
+		}
+		fflush(stdout);
 	}
+	free(tl);
 	barrier();
 	OKR(n_deregmr(s, bb.s_send), "deregMr");
 	if (!g_bench_in_place)
@@ -1688,11 +1853,14 @@ static void bench_allreduce(void)
 		free(bb.recv);
 	free(bb.send);
 	free(bb.tmp);
+	if (g_bench_reducer_thread && !g_bench_noop)
+		red_fini(&g_red);
 	say("# bench {\"op\":\"%s\",\"in_place\":%s,\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
-	    "\"iters\":%d,\"slice\":%zu,\"steps\":%d,\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
+	    "\"iters\":%d,\"slice\":%zu,\"steps\":%d,\"reducer\":\"%s\",\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
 	    "\"cpu_s_avg\":%.4f,\"app_cpu_s_avg\":%.4f,\"reduce_s_avg\":%.4f,\"busy_s_avg\":%.4f}\n",
 	    g_bench_noop ? "allreduce-noop" : "allreduce", g_bench_in_place ? "true" : "false",
-	    bytes, g_bench_iters, g_bench_slice, g_bench_steps, g_api,
+	    bytes, g_bench_iters, g_bench_slice, g_bench_steps,
+	    g_bench_reducer_thread ? "thread" : "inline", g_api,
 	    sum / g_bench_iters * 8, best * 8,
 	    cpu_sum / g_bench_iters, app_sum / g_bench_iters, red_sum / g_bench_iters,
 	    busy_sum < 0 ? -1.0 : busy_sum / g_bench_iters);
@@ -1853,6 +2021,10 @@ int main(int argc, char **argv)
 			g_bench_noop = !strcmp(v, "none"), i++;
 		else if (!strcmp(a, "--steps") && v && atoi(v) >= 1 && atoi(v) <= BENCH_STEPS_MAX)
 			g_bench_steps = atoi(v), i++;
+		else if (!strcmp(a, "--reducer") && v && (!strcmp(v, "inline") || !strcmp(v, "thread")))
+			g_bench_reducer_thread = !strcmp(v, "thread"), i++;
+		else if (!strcmp(a, "--timeline"))
+			g_bench_timeline = 1;
 		else if (!strcmp(a, "--in-place"))
 			g_bench_in_place = 1;
 		else if (!strcmp(a, "--slice") && v)
