@@ -53,10 +53,21 @@ EOF
 )
 is "$out" "ERROR:7 ERROR:8 ERROR:9 PONG:10" "agent: empty EXEC, stray KILL/PUTDATA rejected, PING answered"
 
-# 2. pair up
+# 2. pair up (a bad --smp is refused before anything starts)
+out=$("$VMPAIR" up --fake --smp 9 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q -- '--smp must be 1..8' && ! "$VMPAIR" status >/dev/null 2>&1; then
+	ok "vmpair up --smp 9 refused, nothing started" "$out"
+else
+	not_ok "vmpair up --smp 9 refused, nothing started" "exit $rc" "$out"
+fi
 T0=$SECONDS
 if [ "$MODE" = fake ]; then
-	check "vmpair up (fake pair)" "$VMPAIR" up --fake
+	check "vmpair up (fake pair)" "$VMPAIR" up --fake --smp 2
+	case "$("$VMPAIR" status 2>&1)" in
+	*"2 vCPU each"*) ok "vmpair status shows --smp" ;;
+	*) not_ok "vmpair status shows --smp" "$("$VMPAIR" status 2>&1)" ;;
+	esac
 else
 	check "vmpair up (TCG pair)" "$VMPAIR" up
 fi
