@@ -5,7 +5,7 @@
 # driver, measured in the same run (rounds alternate which goes first).
 #
 #   bench/rccl.sh [--size MiB] [--rounds N] [--iters N] [--slice BYTES]...
-#                 [--cpu MODEL] [--no-staged]
+#                 [--cpu MODEL] [--smp N] [--reducer inline|thread] [--no-staged]
 #
 # Per round (the order of raw and plugin alternates between rounds):
 #   raw        odl_tb5_cli --test bandwidth, SIZE MiB in 1 MiB messages a->b,
@@ -28,7 +28,8 @@
 #              reduction skipped (every byte received still checked): the
 #              plugin's transport alone, without the int32 adds that a GPU
 #              system does on the GPU and that here take the guest's one
-#              emulated CPU.
+#              emulated CPU. The headline slice also runs with the other
+#              reducer (--reducer: who does the int32 adds, see below).
 # Headline ratio = median plugin busbw / median bidirectional raw per direction
 # (a two-rank ring all-reduce moves S/2 each way in each phase, both directions
 # at once: the peer that does the same is the bidirectional one); the ratio
@@ -39,6 +40,11 @@
 # without ERMS (QEMU 7.2's TCG runs `rep movsb`, which the kernel's copies
 # take when ERMS is there, one byte per step) and without 5-level paging.
 # --cpu default: QEMU's own model (qemu64: no AVX2).
+# --smp N: vCPUs per guest (default 1). --reducer thread (default) or inline:
+# the reductions run in a thread of their own beside the thread that drives
+# the plugin (as on a GPU system, where the GPU reduces while NCCL's proxy
+# thread drives the network), or in the driving thread as each slice arrives;
+# every round also runs the other one on the headline slice.
 # Results: bench/results/rccl-allreduce-<UTC>.{txt,json}.
 # Needs `make driver userlib rccl`. VMPAIR_STATE defaults to build/bench/rccl-pair.
 set -u
@@ -50,11 +56,15 @@ iters=4
 slices=()
 staged=1
 cpu=
+smp=1
+reducer=thread
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-staged) staged=0; shift ;;
 	--size) size=$2; shift 2 ;;
 	--cpu) cpu=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--reducer) reducer=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--slice) slices+=("$2"); shift 2 ;;
@@ -63,6 +73,15 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ ${#slices[@]} -gt 0 ] || slices=(4194304 524288)
+case $reducer in
+inline) other_reducer=thread ;;
+thread) other_reducer=inline ;;
+*) echo "bench/rccl.sh: --reducer takes inline or thread" >&2; exit 2 ;;
+esac
+case $smp in
+[1-8]) ;;
+*) echo "bench/rccl.sh: --smp takes 1..8" >&2; exit 2 ;;
+esac
 export VMPAIR_STATE=${VMPAIR_STATE:-$top/build/bench/rccl-pair}
 . "$top/harness/scenarios/common.sh"
 . "$top/harness/scenarios/odl-lib.sh"
@@ -82,7 +101,7 @@ for f in "$ODL_KO" "$ODL_XFER" "$CLI" "$NETCONF"; do
 done
 
 echo "bench/rccl.sh: booting the pair (usb4-nhi cable for odl_tb5, virtio-net for the out-of-band channel)"
-out=$("$VMPAIR" up --virtio-net --no-cable-trace --mem 1024 ${cpu:+--cpu "$cpu"} 2>&1) || fail "vmpair up failed: $out"
+out=$("$VMPAIR" up --virtio-net --no-cable-trace --mem 1024 --smp "$smp" ${cpu:+--cpu "$cpu"} 2>&1) || fail "vmpair up failed: $out"
 tap_cleanup pair_down
 for v in a b; do
 	odl_put $v && "$VMPAIR" put $v "$CLI" /tmp/odl_tb5_cli --mode 755 >/dev/null &&
@@ -98,13 +117,14 @@ json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.ar
 
 # raw TEST [CLI options]: one odl_tb5_cli run (server on b); prints the client's
 # JSON with "guest_busy_pct" added: how busy guest a was while the client ran
-# (/proc/schedstat run time of cpu0 against /proc/uptime, read around it)
+# (/proc/schedstat run time of all its CPUs against /proc/uptime, read
+# around it: percent of one CPU)
 raw() {
 	local test=$1 j out
 	shift
 	vb sh -c 'rm -f /tmp/srv.out; setsid /tmp/odl_tb5_cli --server --device 0 --json > /tmp/srv.out 2>&1 < /dev/null &' || return 1
 	sleep 1
-	out=$(va sh -c 'busy() { awk '"'"'$1 == "cpu0" { b = $8 } END { getline u < "/proc/uptime"; split(u, f, " "); printf "%.0f %.0f\n", b, f[1] * 1e9 }'"'"' /proc/schedstat; }
+	out=$(va sh -c 'busy() { awk '"'"'$1 ~ /^cpu[0-9]/ { b += $8 } END { getline u < "/proc/uptime"; split(u, f, " "); printf "%.0f %.0f\n", b, f[1] * 1e9 }'"'"' /proc/schedstat; }
 		echo "busy0 $(busy)"; "$@"; echo "busy1 $(busy)"' sh /tmp/odl_tb5_cli --client --device 0 --test "$test" --size 1M \
 		--iterations $((bytes >> 20)) --no-verify --json "$@" 2>&1) || return 1
 	j=$(echo "$out" | grep '^{') || return 1
@@ -114,11 +134,11 @@ j["guest_busy_pct"]=round(100*(int(b[1])-int(a[1]))/(int(b[2])-int(a[2]))); prin
 		"$j" "$(echo "$out" | grep '^busy0')" "$(echo "$out" | grep '^busy1')"
 }
 
-# plugin SLICE PORT [ZEROCOPY [OP [--in-place]]]: all-reduce benchmark; prints
-# rank 0's bench JSON
+# plugin SLICE PORT [ZEROCOPY [OP [REDUCER [--in-place]]]]: all-reduce
+# benchmark; prints rank 0's bench JSON
 plugin() {
-	local slice=$1 port=$2 zc=${3:-1} op=${4:-sum} args out
-	args="--bench $bytes --iters $iters --slice $slice --op $op --deadline 300 ${5:-}"
+	local slice=$1 port=$2 zc=${3:-1} op=${4:-sum} red=${5:-$reducer} args out
+	args="--bench $bytes --iters $iters --slice $slice --op $op --reducer $red --deadline 300 ${6:-}"
 	va sh -c "rm -f /tmp/nb.out; setsid sh -c 'ODL_TB5_RCCL_ZEROCOPY=$zc /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > /tmp/nb.out 2>&1 < /dev/null &" || return 1
 	out=$(vb env ODL_TB5_RCCL_ZEROCOPY="$zc" /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
 	wait_for "va grep -q netconf-exit=0 /tmp/nb.out" 60 || { va cat /tmp/nb.out >&2; return 1; }
@@ -163,9 +183,13 @@ for r in $(seq 1 "$rounds"); do
 			res[nop$s]+="$(json_field "$j" busbw_avg_gbps) "
 			echo "bench/rccl.sh: round $r plugin all-reduce data movement (reduction skipped) slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
 			port=$((port + 1))
-			j=$(plugin "$s" $port 1 sum --in-place) || fail "plugin all-reduce in place (slice $s) failed"
+			j=$(plugin "$s" $port 1 sum "$reducer" --in-place) || fail "plugin all-reduce in place (slice $s) failed"
 			res[ip$s]+="$(json_field "$j" busbw_avg_gbps) "
 			echo "bench/rccl.sh: round $r plugin all-reduce in place slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
+			port=$((port + 1))
+			j=$(plugin "$s" $port 1 sum "$other_reducer") || fail "plugin all-reduce (slice $s, reducer $other_reducer) failed"
+			res[or$s]+="$(json_field "$j" busbw_avg_gbps) "
+			echo "bench/rccl.sh: round $r plugin all-reduce slice $s, reducer $other_reducer: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
 			if [ "$staged" = 1 ]; then
 				port=$((port + 1))
 				j=$(plugin "$s" $port 0) || fail "plugin all-reduce (slice $s, staged) failed"
@@ -199,8 +223,8 @@ ts=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$top/bench/results"
 out=$top/bench/results/rccl-allreduce-$ts
 {
-	echo "OdinLink RCCL/NCCL net plugin bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests 1 vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
-	echo "all-reduce: 2 ranks (one per VM), int32 sum, $size MiB, $iters timed iterations per run after a warm-up, all verified; $rounds rounds; medians"
+	echo "OdinLink RCCL/NCCL net plugin bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
+	echo "all-reduce: 2 ranks (one per VM), int32 sum (reducer: $reducer), $size MiB, $iters timed iterations per run after a warm-up, all verified; $rounds rounds; medians"
 	printf '%-58s %10s  %s\n' path "median" "rounds (Gb/s)"
 	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b, 1 MiB msgs (receiver rate)" "$rawm" "${res[raw]}"
 	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b (client rate)" "$rawtxm" "${res[raw_tx]}"
@@ -210,6 +234,7 @@ out=$top/bench/results/rccl-allreduce-$ts
 		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((s >> 10)) KiB" "$(median "${res[p$s]}")" "${res[p$s]}"
 	done
 	printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, in place" "$(median "${res[ip$head]}")" "${res[ip$head]}"
+	printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, reducer $other_reducer" "$(median "${res[or$head]}")" "${res[or$head]}"
 	if [ "$staged" = 1 ]; then
 		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, staged" "$(median "${res[st$head]}")" "${res[st$head]}"
 	fi
@@ -218,6 +243,7 @@ out=$top/bench/results/rccl-allreduce-$ts
 	echo "  per round (same round's raw): $rr"
 	echo "  against one-way raw: $ratio1"
 	echo "RATIO plugin all-reduce in place (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[ip$head]}")" "$bidm") (per round: $(round_ratios "${res[ip$head]}" "${res[bidir]}"))"
+	echo "RATIO plugin all-reduce, reducer $other_reducer (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[or$head]}")" "$bidm") (per round: $(round_ratios "${res[or$head]}" "${res[bidir]}"))"
 	echo "RATIO plugin transport (all-reduce data movement, reduction skipped) / bidirectional raw: $(div "$(median "${res[nop$head]}")" "$bidm") (per round: $(round_ratios "${res[nop$head]}" "${res[bidir]}"))"
 	echo "  guest a busy (% of the time): raw mimo 1 stream (client run) ${res[busy_raw]}; plugin all-reduce (timed iterations) ${res[busy$head]}"
 	if [ "$staged" = 1 ]; then
@@ -236,7 +262,7 @@ per_slice() {
 	printf '},\n'
 }
 {
-	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s",\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}"
+	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"reducer":"%s",\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$smp" "$reducer"
 	printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir1_per_dir_gbps":[%s],"raw_bidir4_per_dir_gbps":[%s],\n' \
 		"$(arr "${res[raw]}")" "$(arr "${res[raw_tx]}")" "$(arr "${res[bidir1]}")" "$(arr "${res[bidir4]}")"
 	per_slice plugin_busbw_gbps p
@@ -245,6 +271,7 @@ per_slice() {
 	per_slice plugin_guest_a_busy_pct busy
 	printf ' "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
 	printf ' "plugin_inplace_busbw_gbps":[%s],"ratio_inplace":%s,\n' "$(arr "${res[ip$head]}")" "$(div "$(median "${res[ip$head]}")" "$bidm")"
+	printf ' "plugin_other_reducer":"%s","plugin_other_reducer_busbw_gbps":[%s],"ratio_other_reducer":%s,\n' "$other_reducer" "$(arr "${res[or$head]}")" "$(div "$(median "${res[or$head]}")" "$bidm")"
 	printf ' "plugin_staged_busbw_gbps":[%s],"plugin_staged_cpu_s":[%s],\n' "$(arr "${res[st$head]:-}")" "$(arr "${res[stcpu$head]:-}")"
 	printf ' "plugin_noreduce_busbw_gbps":[%s],"ratio_transport":%s,\n' "$(arr "${res[nop$head]}")" "$(div "$(median "${res[nop$head]}")" "$bidm")"
 	printf ' "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
