@@ -32,7 +32,7 @@ NETCONF=$RCCL_BUILD/netconf.static
 STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
 API=${NET_PLUGIN_API:-}
 MAX=${NET_PLUGIN_MAX:-67108864}
-tap_plan 23
+tap_plan 24
 tap_timeout 1100
 TAP_EXEC_TIMEOUT=900
 odl_need_build
