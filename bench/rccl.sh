@@ -146,6 +146,16 @@ plugin() {
 }
 
 declare -A res=()   # key -> space-separated values, one per round
+# row KEY LABEL ZEROCOPY [OP [REDUCER [--in-place]]]: one more plugin run on the
+# headline slice $s in round $r; its busbw goes to res[KEY$s], j keeps its JSON
+row() {
+	local key=$1 label=$2
+	shift 2
+	port=$((port + 1))
+	j=$(plugin "$s" $port "$@") || fail "plugin all-reduce $label (slice $s) failed"
+	res[$key$s]+="$(json_field "$j" busbw_avg_gbps) "
+	echo "bench/rccl.sh: round $r plugin all-reduce $label, slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
+}
 per_dir() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(min(j["tx_gbps"], j["rx_gbps"]))' "$1"; }
 last() { echo "$1" | awk '{ print $NF }'; }
 port=29600
@@ -178,24 +188,12 @@ for r in $(seq 1 "$rounds"); do
 				echo "bench/rccl.sh: round $r plugin all-reduce slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 per iteration: process CPU $(json_field "$j" cpu_s_avg) s, reducing $(json_field "$j" reduce_s_avg) s; guest a busy $(last "${res[busy$s]}") %)"
 			done
 			s=${slices[0]}
-			port=$((port + 1))
-			j=$(plugin "$s" $port 1 none) || fail "plugin all-reduce data movement (slice $s) failed"
-			res[nop$s]+="$(json_field "$j" busbw_avg_gbps) "
-			echo "bench/rccl.sh: round $r plugin all-reduce data movement (reduction skipped) slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
-			port=$((port + 1))
-			j=$(plugin "$s" $port 1 sum "$reducer" --in-place) || fail "plugin all-reduce in place (slice $s) failed"
-			res[ip$s]+="$(json_field "$j" busbw_avg_gbps) "
-			echo "bench/rccl.sh: round $r plugin all-reduce in place slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
-			port=$((port + 1))
-			j=$(plugin "$s" $port 1 sum "$other_reducer") || fail "plugin all-reduce (slice $s, reducer $other_reducer) failed"
-			res[or$s]+="$(json_field "$j" busbw_avg_gbps) "
-			echo "bench/rccl.sh: round $r plugin all-reduce slice $s, reducer $other_reducer: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
+			row nop "data movement (reduction skipped)" 1 none
+			row ip "in place" 1 sum "$reducer" --in-place
+			row or "reducer $other_reducer" 1 sum "$other_reducer"
 			if [ "$staged" = 1 ]; then
-				port=$((port + 1))
-				j=$(plugin "$s" $port 0) || fail "plugin all-reduce (slice $s, staged) failed"
-				res[st$s]+="$(json_field "$j" busbw_avg_gbps) "
+				row st "staged (zero copy off)" 0
 				res[stcpu$s]+="$(json_field "$j" cpu_s_avg) "
-				echo "bench/rccl.sh: round $r plugin all-reduce slice $s, staged (zero copy off): busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
 			fi
 		fi
 	done

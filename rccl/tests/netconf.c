@@ -1332,6 +1332,12 @@ static int g_bench_in_place;
  * network); --reducer inline (default): the thread that drives the plugin
  * reduces each slice itself as its receive completes */
 static int g_bench_reducer_thread;
+
+/* the reducer thread runs only where there is something to reduce */
+static int bench_uses_reducer_thread(void)
+{
+	return g_bench_reducer_thread && !g_bench_noop;
+}
 /* --timeline: per timed iteration, when each slice's send and receive
  * completed and when each reduction was seen done (ms from the start) */
 static int g_bench_timeline;
@@ -1486,8 +1492,9 @@ struct bench_it {
 /*
  * The reducer thread (--reducer thread): reduces the reduce-scatter slices
  * in order as the driving thread hands them over (avail), publishing how
- * many are done in nred. One job (an all-reduce) at a time; the driving
- * thread starts the next one only after every slice of the last is reduced.
+ * many are done in nred (written only by the reducer, under mu). One job (an
+ * all-reduce) at a time; the driving thread starts the next one only after
+ * every slice of the last is reduced.
  */
 struct reducer {
 	pthread_t th;
@@ -1496,7 +1503,7 @@ struct reducer {
 	bool quit;
 	/* the current job, set by red_start under mu */
 	char *out, *a, *b; /* out = a + b, slice by slice */
-	size_t slice, hbytes, avail, done;
+	size_t slice, hbytes, avail;
 	double cpu_s;	     /* CPU time of the reducer thread in reduce_sum_i32 */
 	atomic_size_t nred; /* slices reduced (release: the data is written) */
 };
@@ -1509,11 +1516,11 @@ static void *reducer_main(void *arg)
 
 	pthread_mutex_lock(&rd->mu);
 	for (;;) {
-		while (!rd->quit && rd->done >= rd->avail)
+		while (!rd->quit && atomic_load_explicit(&rd->nred, memory_order_relaxed) >= rd->avail)
 			pthread_cond_wait(&rd->cv, &rd->mu);
 		if (rd->quit)
 			break;
-		size_t j = rd->done, off = j * rd->slice;
+		size_t j = atomic_load_explicit(&rd->nred, memory_order_relaxed), off = j * rd->slice;
 		size_t len = rd->hbytes - off < rd->slice ? rd->hbytes - off : rd->slice;
 		char *out = rd->out, *a = rd->a, *b = rd->b;
 
@@ -1526,7 +1533,6 @@ static void *reducer_main(void *arg)
 
 		pthread_mutex_lock(&rd->mu);
 		rd->cpu_s += dt;
-		rd->done = j + 1;
 		atomic_store_explicit(&rd->nred, j + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&rd->mu);
@@ -1541,7 +1547,7 @@ static void red_start(struct reducer *rd, char *out, char *a, char *b, size_t sl
 	rd->b = b;
 	rd->slice = slice;
 	rd->hbytes = hbytes;
-	rd->avail = rd->done = 0;
+	rd->avail = 0;
 	rd->cpu_s = 0;
 	atomic_store(&rd->nred, 0);
 	pthread_mutex_unlock(&rd->mu);
@@ -1623,7 +1629,7 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 	void *sq[BENCH_STEPS_MAX], *rq[BENCH_STEPS_MAX];
 	size_t slen[BENCH_STEPS_MAX], rlen[BENCH_STEPS_MAX];
 	const size_t steps = (size_t)g_bench_steps;
-	const int use_thread = g_bench_reducer_thread && !g_bench_noop;
+	const int use_thread = bench_uses_reducer_thread();
 	double t0 = now_s();
 
 	if (use_thread)
@@ -1638,9 +1644,9 @@ static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
 			size_t n = atomic_load_explicit(&g_red.nred, memory_order_acquire);
 
 			progressed = n != nred;
-			for (; st->t_red && nred < n; nred++)
-				st->t_red[nred] = (now_s() - t0) * 1e3;
-			nred = n;
+			for (; nred < n; nred++)
+				if (st->t_red)
+					st->t_red[nred] = (now_s() - t0) * 1e3;
 		}
 		/* sends: reduce-scatter slices, then all-gather slices once reduced */
 		while (st_n - sh < steps && st_n < nu && (st_n < ns || st_n - ns < nred)) {
@@ -1750,7 +1756,7 @@ static void bench_allreduce(void)
 		      g_bench_slice % 4 == 0,
 	      "bench: out of memory, size too small or slice not a multiple of 4");
 	reduce_selftest();
-	if (g_bench_reducer_thread && !g_bench_noop)
+	if (bench_uses_reducer_thread())
 		red_init(&g_red);
 	memset(bb.tmp, 0, bytes);
 	setup_pair(&s, &r);
@@ -1853,7 +1859,7 @@ static void bench_allreduce(void)
 		free(bb.recv);
 	free(bb.send);
 	free(bb.tmp);
-	if (g_bench_reducer_thread && !g_bench_noop)
+	if (bench_uses_reducer_thread())
 		red_fini(&g_red);
 	say("# bench {\"op\":\"%s\",\"in_place\":%s,\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
 	    "\"iters\":%d,\"slice\":%zu,\"steps\":%d,\"reducer\":\"%s\",\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
