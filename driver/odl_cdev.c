@@ -350,11 +350,12 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	u32 port;
 	int ret;
 
-	if (flags & ~ODL_TB5_F_DMABUF)
+	if (flags & ~(ODL_TB5_F_DMABUF | ODL_TB5_F_URGENT))
 		return -EINVAL;
 	if (!dst_port || dst_port > ODL_TB5_MAX_PORT || !length)
 		return -EINVAL;
-	if (length > ODL_MAX_MSG)
+	if (length > ODL_MAX_MSG ||
+	    ((flags & ODL_TB5_F_URGENT) && length > ODL_TB5_URGENT_MAX))
 		return -EMSGSIZE;
 	port = READ_ONCE(f->port);
 	if (!port)
@@ -362,7 +363,8 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	/* a key means nothing to a peer that did not agree to keys */
 	if (key && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_KEYED))
 		return -EOPNOTSUPP;
-	ret = odl_region(f, flags, buf_id, true, offset, length, &reg);
+	ret = odl_region(f, flags & ODL_TB5_F_DMABUF, buf_id, true, offset,
+			 length, &reg);
 	if (ret)
 		return ret;
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
@@ -377,6 +379,7 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	s->src_port = port;
 	s->cookie = cookie;
 	s->key = key;
+	s->urgent = flags & ODL_TB5_F_URGENT;
 	ret = odl_queue_send(f->dev, s);
 	if (ret)
 		kfree(s);
@@ -707,6 +710,7 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	st.tx_wedges = snap.tx_wedges;
 	st.e2e_fallbacks = snap.e2e_fallbacks;
 	st.sw_credit_stalls = snap.sw_credit_stalls;
+	st.urgent_ahead = snap.urgent_ahead;
 	ret = odl_copy_out(arg, &st, sizeof(st), usize);
 	if (ret || !reset)
 		return ret;

@@ -509,6 +509,37 @@ static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	spin_unlock(&dev->lock);
 }
 
+/*
+ * An urgent message goes behind the last urgent or started message of the
+ * queue, ahead of the messages that have not started behind it, unless the
+ * first of those was overtaken often enough: then at the tail, which keeps
+ * urgent messages in order among themselves (dev->lock held).
+ */
+static void odl_queue_urgent(struct odl_dev *dev, struct odl_send *s)
+{
+	struct list_head *at = &dev->txq;
+	struct odl_send *q, *next;
+
+	list_for_each_entry_reverse(q, &dev->txq, list) {
+		if (q->urgent || q->pos) {
+			at = &q->list;
+			break;
+		}
+	}
+	if (at->next == &dev->txq) {
+		list_add_tail(&s->list, &dev->txq);
+		return;
+	}
+	next = list_entry(at->next, struct odl_send, list);
+	if (next->overtaken >= ODL_TB5_URGENT_OVERTAKE) {
+		list_add_tail(&s->list, &dev->txq);
+		return;
+	}
+	next->overtaken++;
+	list_add(&s->list, at);
+	dev->stats.urgent_ahead++;
+}
+
 int odl_queue_send(struct odl_dev *dev, struct odl_send *s)
 {
 	spin_lock(&dev->lock);
@@ -528,7 +559,10 @@ int odl_queue_send(struct odl_dev *dev, struct odl_send *s)
 	if (s->dmabuf)
 		s->dmabuf->users++;
 	s->msg_id = dev->tx_msg_id++;
-	list_add_tail(&s->list, &dev->txq);
+	if (s->urgent)
+		odl_queue_urgent(dev, s);
+	else
+		list_add_tail(&s->list, &dev->txq);
 	odl_tx_pump(dev);
 	spin_unlock(&dev->lock);
 	return 0;

@@ -91,6 +91,8 @@ struct odl_send {
 	u16 src_port;
 	u32 key;			/* 0: in order; else the peer RECV's */
 	u32 inflight;			/* frames on the ring */
+	bool urgent;			/* ODL_TB5_F_URGENT */
+	u8 overtaken;			/* urgent messages queued ahead */
 	int status;
 	u64 cookie;
 };
@@ -148,6 +150,7 @@ struct odl_stats {
 	u64 sw_credit_stalls;	/* TX waited for a software credit */
 	u64 credit_frames;	/* software credit frames sent */
 	u64 link_changes;	/* link speed/width changed while bound */
+	u64 urgent_ahead;	/* urgent SENDs queued ahead of others */
 };
 
 /* odl_dev.flow: how the data path is flow controlled right now */

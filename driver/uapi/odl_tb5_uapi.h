@@ -60,7 +60,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	4
+#define ODL_TB5_ABI_MINOR	5
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -149,6 +149,21 @@ struct odl_tb5_bind {
 #define ODL_TB5_F_DMABUF	(1u << 0)	/* buf_id is a DMA-buf handle */
 /* 1.4: the same bit; buf_id is a handle of DMABUF_IMPORT or MEM_REG */
 #define ODL_TB5_F_HANDLE	ODL_TB5_F_DMABUF
+/*
+ * 1.5, SEND only: an urgent message (a control message of at most
+ * ODL_TB5_URGENT_MAX bytes, else -EMSGSIZE) goes out ahead of the queued
+ * messages of the device that have not started, after the urgent messages
+ * queued before it and after the message whose frames are going out. It
+ * changes when a message leaves, never what is delivered: keyed messages
+ * go to their RECV, unkeyed ones to the oldest RECV in arrival order. A
+ * message that has not started is overtaken by at most
+ * ODL_TB5_URGENT_OVERTAKE urgent messages (then they queue behind it).
+ * After a link reset, unfinished messages go out again in the order they
+ * were sent.
+ */
+#define ODL_TB5_F_URGENT	(1u << 1)
+#define ODL_TB5_URGENT_MAX	2048
+#define ODL_TB5_URGENT_OVERTAKE	64
 
 /*
  * Keys (1.4, ODL_TB5_FEAT_KEYED negotiated with the peer): a SEND with a
@@ -303,7 +318,8 @@ struct odl_tb5_stats {
 	__u64 tx_wedges;		/* 1.2: TX ring stopped consuming */
 	__u64 e2e_fallbacks;		/* 1.2: E2E given up for SW credits */
 	__u64 sw_credit_stalls;		/* 1.2: TX waited for a SW credit */
-	__u64 reserved[2];
+	__u64 urgent_ahead;		/* 1.5: urgent SENDs queued ahead */
+	__u64 reserved[1];
 };
 
 /* odl_tb5_dmabuf_import.flags */

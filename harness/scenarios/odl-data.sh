@@ -8,9 +8,11 @@
 # order of posting and sending, one arriving before its RECV waits without
 # holding up the rest, unkeyed ones in between stay in order; from the
 # mmap'd buffers and between pinned user memory (MEM_REG) on both ends.
+# Urgent messages (ABI 1.5) go out ahead of queued ones that have not
+# started, and only with the flag.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 9
+tap_plan 11
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -29,6 +31,10 @@ check "a -> b: 40 keyed messages out of posting order, 2 unkeyed between, verifi
 	odl_keyed_run a b 21 22 40 1,4064,4065,65536,300000
 check "b -> a: keyed, pinned user memory on both ends, verified" \
 	odl_keyed_run b a 23 24 24 100,8129,1048576 -U
+check "a -> b: urgent messages overtake the queued ones that had not started, verified" \
+	odl_urgent_run a b 31 32
+check "a -> b: the same messages without the urgent flag arrive in the order sent" \
+	odl_urgent_run a b 33 34 -N
 # two pairs of ports at once: opens do not steal each other's messages
 vm b sh -c "setsid /tmp/odl_xfer recv -p 11 -q 10 -n 40 -s 70000 > /tmp/rx.p11 2>&1 < /dev/null &"
 vm b sh -c "setsid /tmp/odl_xfer recv -p 13 -q 12 -n 40 -s 5000 > /tmp/rx.p13 2>&1 < /dev/null &"

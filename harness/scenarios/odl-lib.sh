@@ -143,6 +143,35 @@ odl_keyed_run() {
 	ODL_XFER_MODE=k odl_xfer_run "$@"
 }
 
+# odl_urgent_run FROM TO PORT_FROM PORT_TO [-N]: urgent messages overtake
+# queued ones (odl_xfer usend/urecv): TO holds its RECVs until FROM has
+# queued everything, then checks the arrival order (-N: no urgent flag, FIFO)
+odl_urgent_run() {
+	local from=$1 to=$2 pf=$3 pt=$4 opts=${5:-} go=/tmp/urg.go.$4 stall r
+	# the held message may wait for TO's RECVs longer than rx_stall_ms on a
+	# loaded machine; restored below
+	stall=$(vm "$to" cat /sys/module/odl_tb5/parameters/rx_stall_ms) || return 1
+	vm "$to" sh -c 'echo 120000 > /sys/module/odl_tb5/parameters/rx_stall_ms' || return 1
+	odl_urgent_steps "$from" "$to" "$pf" "$pt" "$opts" "$go"
+	r=$?
+	vm "$to" sh -c "echo $stall > /sys/module/odl_tb5/parameters/rx_stall_ms" || return 1
+	return $r
+}
+
+odl_urgent_steps() {
+	local from=$1 to=$2 pf=$3 pt=$4 opts=$5 go=$6
+	vm "$to" sh -c "rm -f /tmp/rx.$pt $go; setsid /tmp/odl_xfer urecv $opts -g $go -p $pt -q $pf > /tmp/rx.$pt 2>&1 < /dev/null &" || return 1
+	wait_for "vm $to grep -q ready /tmp/rx.$pt" 30 || return 1
+	vm "$from" sh -c "rm -f /tmp/tx.$pf; setsid /tmp/odl_xfer usend $opts -p $pf -q $pt > /tmp/tx.$pf 2>&1 < /dev/null &" || return 1
+	wait_for "vm $from grep -q queued /tmp/tx.$pf" 60 || { vm "$from" cat /tmp/tx.$pf; return 1; }
+	vm "$to" touch $go || return 1
+	wait_for "vm $to grep -q received /tmp/rx.$pt" 120 || { vm "$to" cat /tmp/rx.$pt; return 1; }
+	wait_for "vm $from grep -q sent /tmp/tx.$pf" 60 || { vm "$from" cat /tmp/tx.$pf; return 1; }
+	vm "$from" cat /tmp/tx.$pf
+	vm "$to" cat /tmp/rx.$pt
+	vm "$to" grep -q ' 0 bad' /tmp/rx.$pt
+}
+
 # odl_xfer_run FROM TO PORT_FROM PORT_TO COUNT SIZES [OPTS]: verified transfer
 # (OPTS for both ends: -D DMA-bufs, -U registered user memory;
 # ODL_XFER_MODE=k: keyed delivery, odl_xfer krecv/ksend)

@@ -7,12 +7,15 @@
  *   odl_xfer send   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
  *   odl_xfer krecv  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer ksend  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
+ *   odl_xfer urecv  [-d DEV] -p PORT -q PEERPORT -g GOFILE [-N]
+ *   odl_xfer usend  [-d DEV] -p PORT -q PEERPORT [-N]
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer fuzz   [-d DEV] [-n SECONDS] [-S SEED]
  *   -D (send/recv): data through a DMA-buf from odl_dmabuf_exp, imported
  *   -U (send/recv): data in the tool's own (heap, not page-aligned) memory,
  *       pinned with MEM_REG (ABI 1.4)
+ *   -N (usend/urecv): without ODL_TB5_F_URGENT (the order then stays FIFO)
  *
  * send/recv: message k has size SIZES[k % n] and pseudo-random content
  * derived from (k, size); the receiver checks every byte and answers each
@@ -127,7 +130,7 @@ static int cmd_stats(void)
 	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
 		die("GET_STATS");
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
-	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu\n",
+	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
 	       (unsigned long long)st.tx_frames, (unsigned long long)st.rx_msgs,
 	       (unsigned long long)st.rx_bytes, (unsigned long long)st.rx_frames,
@@ -135,7 +138,7 @@ static int cmd_stats(void)
 	       (unsigned long long)st.desc_errors, (unsigned long long)st.drops,
 	       (unsigned long long)st.credit_stalls,
 	       (unsigned long long)st.link_resets, (unsigned long long)st.logins,
-	       (unsigned long long)st.rx_stalls);
+	       (unsigned long long)st.rx_stalls, (unsigned long long)st.urgent_ahead);
 	close(fd);
 	return 0;
 }
@@ -581,6 +584,148 @@ static int cmd_ksend(void)
 	return 0;
 }
 
+/*
+ * Urgent messages (ABI 1.5). usend queues five big messages, 0..4 (16 MiB
+ * - k * 4 KiB), then 5 and 6 (64 and 100 bytes) with ODL_TB5_F_URGENT, and
+ * prints "queued". urecv binds its port but posts no RECV until the file
+ * GOFILE exists (-g): the driver stages message 0, holds 1 in its RX ring,
+ * the link fills (both rings hold about 32 MiB) and stops, so 3 and 4 have
+ * not started when 5 and 6 are queued. Then it posts seven RECVs that each
+ * fit any message and checks the arrival order: the big ones in order, 5
+ * before 6 before 4 (which ones of 1..3 they pass depends on what had
+ * started), or with -N (no flag) exactly 0 1 2 3 4 5 6. Every byte is
+ * checked.
+ */
+#define URG_BIG (16ull << 20)
+#define URG_NBIG 5
+#define URG_N (URG_NBIG + 2)
+static int no_urgent;		/* -N */
+static const char *go_file;	/* -g */
+
+static uint64_t urg_len(int k)
+{
+	return k < URG_NBIG ? URG_BIG - 4096ull * (uint64_t)k : k == URG_NBIG ? 64 : 100;
+}
+
+/* message k: from TX buffer k (the small ones from the free tail of the last) */
+static uint32_t urg_buf(int k)
+{
+	return k < URG_NBIG ? (uint32_t)k : URG_NBIG - 1;
+}
+
+static uint64_t urg_off(int k)
+{
+	return k < URG_NBIG ? 0 : URG_BIG - 4096ull * (uint64_t)(URG_N - k);
+}
+
+static void urg_chan(struct chan *c, uint32_t tx, uint64_t tx_size, uint32_t rx,
+		     uint64_t rx_size)
+{
+	struct odl_tb5_bind b = { .size = sizeof(b), .port = port };
+
+	c->fd = open_dev();
+	memset(&c->bs, 0, sizeof(c->bs));
+	c->bs.size = sizeof(c->bs);
+	c->bs.tx_count = tx;
+	c->bs.rx_count = rx;
+	c->bs.tx_buf_size = tx_size;
+	c->bs.rx_buf_size = rx_size;
+	if (ioctl(c->fd, ODL_TB5_IOC_BUF_SETUP, &c->bs))
+		die("BUF_SETUP");
+	c->base = mmap(NULL, c->bs.mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	if (c->base == MAP_FAILED)
+		die("mmap");
+	if (ioctl(c->fd, ODL_TB5_IOC_BIND, &b))
+		die("BIND");
+}
+
+static int cmd_urecv(void)
+{
+	int pos[URG_N], got[URG_N], bad = 0, i, k, waited = 0;
+	struct chan c;
+
+	if (!go_file) {
+		fprintf(stderr, "urecv: -g GOFILE missing\n");
+		return 2;
+	}
+	urg_chan(&c, 1, 4096, URG_N, URG_BIG);
+	printf("ready\n");
+	fflush(stdout);
+	while (access(go_file, F_OK)) {
+		if (++waited > 6000) {
+			fprintf(stderr, "urecv: %s did not appear in 120 s\n", go_file);
+			return 1;
+		}
+		usleep(20000);
+	}
+	for (i = 0; i < URG_N; i++)
+		post_recv(&c, 1 + (uint32_t)i, 0, URG_BIG, (uint64_t)i);
+	for (i = 0; i < URG_N;) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_RECV)
+			continue;
+		for (k = 0; k < URG_N && e.length != urg_len(k); k++)
+			;
+		if (e.status || e.cookie != (uint64_t)i || k == URG_N) {
+			fprintf(stderr, "receive %d: status %d cookie %llu length %llu\n", i,
+				e.status, (unsigned long long)e.cookie,
+				(unsigned long long)e.length);
+			return 1;
+		}
+		got[i] = k;
+		pos[k] = i;
+		if (check(buf_ptr(&c, 1 + (uint32_t)i), e.length, (uint32_t)k))
+			bad++;
+		i++;
+	}
+	printf("arrival order");
+	for (i = 0; i < URG_N; i++)
+		printf(" %d", got[i]);
+	if (no_urgent) {
+		printf(" (no urgent flag, want 0 1 2 3 4 5 6)\n");
+		for (i = 0; i < URG_N; i++)
+			bad += got[i] != i;
+	} else {
+		printf(" (5 and 6 urgent, want 0..4 in order, 5 before 6 before 4)\n");
+		for (k = 1; k < URG_NBIG; k++)
+			bad += pos[k - 1] > pos[k];
+		bad += pos[URG_NBIG] > pos[URG_NBIG + 1] || pos[URG_NBIG + 1] > pos[URG_NBIG - 1];
+	}
+	printf("received %d messages, %d bad\n", URG_N, bad);
+	return bad ? 1 : 0;
+}
+
+static int cmd_usend(void)
+{
+	struct chan c;
+	int k, done = 0;
+
+	urg_chan(&c, URG_NBIG, URG_BIG, 1, 4096);
+	for (k = 0; k < URG_N; k++)
+		fill(buf_ptr(&c, urg_buf(k)) + urg_off(k), urg_len(k), (uint32_t)k);
+	for (k = 0; k < URG_N; k++)
+		do_send_f(&c, k >= URG_NBIG && !no_urgent ? ODL_TB5_F_URGENT : 0, urg_buf(k),
+			  urg_off(k), urg_len(k), (uint64_t)k, 0);
+	printf("queued %d big messages, then 64 and 100 bytes%s\n", URG_NBIG,
+	       no_urgent ? "" : " urgent");
+	fflush(stdout);
+	while (done < URG_N) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_SEND)
+			continue;
+		if (e.status) {
+			fprintf(stderr, "send %llu failed: %d\n", (unsigned long long)e.cookie,
+				e.status);
+			return 1;
+		}
+		done++;
+	}
+	printf("sent %d messages\n", URG_N);
+	return 0;
+}
+
 /* ---- bad input table ---- */
 static int nfail, ntest;
 
@@ -830,8 +975,15 @@ static int cmd_badinput(void)
 	expect("other open cannot map this area", m == MAP_FAILED ? -1 : 0, ENOBUFS);
 
 	/* send */
-	Z(s); s.size = sizeof(s); s.dst_port = 1; s.length = 1; s.flags = 2;
+	Z(s); s.size = sizeof(s); s.dst_port = 1; s.length = 1; s.flags = 4;
 	expect("SEND unknown flag", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.flags = ODL_TB5_F_URGENT; s.length = ODL_TB5_URGENT_MAX + 1;
+	expect("SEND urgent longer than URGENT_MAX (1.5)", ioctl(fd, ODL_TB5_IOC_SEND, &s),
+	       EMSGSIZE);
+	s.flags = ODL_TB5_F_URGENT | 8; s.length = 1;
+	expect("SEND urgent with an unknown flag", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.flags = ODL_TB5_F_URGENT; s.dst_port = 0;
+	expect("SEND urgent dst_port 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
 	s.flags = 0; s.dst_port = 0;
 	expect("SEND dst_port 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
 	s.dst_port = 300;
@@ -861,7 +1013,9 @@ static int cmd_badinput(void)
 	/* recv */
 	Z(r); r.size = sizeof(r); r.buf_id = 2; r.capacity = 0;
 	expect("RECV capacity 0", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
-	r.capacity = 1; r.buf_id = 0;
+	r.capacity = 1; r.flags = ODL_TB5_F_URGENT;
+	expect("RECV urgent (a SEND flag)", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
+	r.flags = 0; r.buf_id = 0;
 	expect("RECV into a TX buffer", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
 	r.buf_id = 3; r.offset = 1; r.capacity = 65536;
 	expect("RECV range past end", ioctl(fd, ODL_TB5_IOC_RECV, &r), ERANGE);
@@ -930,7 +1084,10 @@ static int cmd_badinput(void)
 	expect("SUBMIT SEND dst_port 0", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
 	sq[2].dst_port = 1; sq[2].length = (16u << 20) + 1;
 	expect("SUBMIT SEND length > max_msg", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EMSGSIZE);
-	sq[2].length = 1; sq[2].flags = 2;
+	sq[2].length = ODL_TB5_URGENT_MAX + 1; sq[2].flags = ODL_TB5_F_URGENT;
+	expect("SUBMIT SEND urgent longer than URGENT_MAX (1.5)", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb),
+	       EMSGSIZE);
+	sq[2].length = 1; sq[2].flags = 4;
 	expect("SUBMIT SEND unknown flag", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
 	sq[2].flags = 0; sq[2].buf_id = 2;
 	expect("SUBMIT SEND from an RX buffer", ioctl(fd, ODL_TB5_IOC_SUBMIT, &sb), EINVAL);
@@ -1322,13 +1479,15 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|krecv|ksend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((o = getopt(argc, argv, "DUd:p:q:n:s:S:")) != -1) {
+	while ((o = getopt(argc, argv, "DNUd:g:p:q:n:s:S:")) != -1) {
 		switch (o) {
+		case 'N': no_urgent = 1; break;
+		case 'g': go_file = optarg; break;
 		case 'D': use_dmabuf = 1; break;
 		case 'U': use_dmabuf = use_memreg = 1; break;
 		case 'd': devpath = optarg; break;
@@ -1361,6 +1520,10 @@ int main(int argc, char **argv)
 		return cmd_krecv();
 	if (!strcmp(cmd, "ksend"))
 		return cmd_ksend();
+	if (!strcmp(cmd, "urecv"))
+		return cmd_urecv();
+	if (!strcmp(cmd, "usend"))
+		return cmd_usend();
 	fprintf(stderr, "unknown command %s\n", cmd);
 	return 2;
 }
