@@ -14,7 +14,8 @@
 
 #include "odl_priv.h"
 
-#define ODL_DATA_FLAGS (ODL_TB5_F_NONBLOCK | ODL_TB5_F_BUSY_POLL | ODL_TB5_F_SLEEP)
+#define ODL_WAIT_FLAGS (ODL_TB5_F_NONBLOCK | ODL_TB5_F_BUSY_POLL | ODL_TB5_F_SLEEP)
+#define ODL_DATA_FLAGS (ODL_WAIT_FLAGS | ODL_TB5_F_URGENT)
 
 static int fail(int err)
 {
@@ -533,6 +534,8 @@ ODL_EXPORT int odl_tb5_send_key(odl_tb5_t *h, uint32_t id, uint64_t off,
 		return fail(EINVAL);
 	pthread_mutex_lock(&h->lock);
 	r = check_op(h, id, off, len, flags);
+	if (!r && (flags & ODL_TB5_F_URGENT) && len > ODL_TB5_URGENT_MAX)
+		r = -EMSGSIZE;
 	if (!r)
 		r = h->be->send(h, id, off, len, key, cookie, flags);
 	if (!r)
@@ -557,7 +560,7 @@ ODL_EXPORT int odl_tb5_post_recv_key(odl_tb5_t *h, uint32_t id, uint64_t off,
 	if (!h)
 		return fail(EINVAL);
 	pthread_mutex_lock(&h->lock);
-	r = check_op(h, id, off, cap, flags);
+	r = (flags & ODL_TB5_F_URGENT) ? -EINVAL : check_op(h, id, off, cap, flags);
 	if (!r)
 		r = h->be->post_recv(h, id, off, cap, key, cookie, flags);
 	if (!r)
@@ -592,7 +595,7 @@ ODL_EXPORT int odl_tb5_poll_min(odl_tb5_t *h, struct odl_tb5_completion *c,
 	int r, i;
 
 	if (!h || !c || max == 0 || min == 0 || min > max ||
-	    (flags & ~ODL_DATA_FLAGS) ||
+	    (flags & ~ODL_WAIT_FLAGS) ||
 	    ((flags & ODL_TB5_F_BUSY_POLL) && (flags & ODL_TB5_F_SLEEP)))
 		return fail(EINVAL);
 	if (flags & ODL_TB5_F_NONBLOCK)

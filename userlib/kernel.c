@@ -43,6 +43,7 @@ enum {
 	K_STATE_CONNECTED = ODL_TB5_STATE_CONNECTED,
 	K_FEAT_E2E = (int)ODL_TB5_FEAT_E2E,
 	K_FEAT_KEYED = (int)ODL_TB5_FEAT_KEYED,
+	K_F_URGENT = (int)ODL_TB5_F_URGENT,	/* the driver's bit (1.5) */
 	K_MAX_OUTSTANDING = ODL_TB5_MAX_OUTSTANDING,
 };
 
@@ -50,6 +51,8 @@ enum {
 #undef ODL_TB5_STATE_DISCONNECTED
 #undef ODL_TB5_FEAT_E2E
 #undef ODL_TB5_FEAT_KEYED
+#undef ODL_TB5_F_URGENT
+#undef ODL_TB5_URGENT_MAX
 #undef ODL_TB5_MAX_BUFS
 #undef ODL_TB5_MAX_PORT
 
@@ -342,7 +345,8 @@ static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 		ODL_TB5_FEAT_ZEROCOPY |
 		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0) |
 		(ki.abi_minor >= 4 && (ki.features & K_FEAT_KEYED) ?
-		 ODL_TB5_FEAT_KEYED : 0);
+		 ODL_TB5_FEAT_KEYED : 0) |
+		(ki.abi_minor >= 5 ? ODL_TB5_FEAT_URGENT : 0);
 	info->tx_depth = K_MAX_OUTSTANDING;
 	info->rx_depth = K_MAX_OUTSTANDING;
 	info->max_msg_size = k->max_msg;
@@ -600,6 +604,9 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 		area_loc(k, dir, (uint64_t)loc, &kid, &koff);
 		koff += off;
 	}
+	/* urgent: a priority the driver knows from ABI 1.5 on */
+	if (op == ODL_TB5_OP_SEND && (flags & ODL_TB5_F_URGENT) && k->abi_minor >= 5)
+		kflags |= K_F_URGENT;
 	for (;;) {
 		s = -1;
 		/* batch: never more outstanding than the driver takes */

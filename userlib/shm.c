@@ -97,6 +97,8 @@ struct shm_op {
 	uint32_t id;
 	uint32_t key;
 	bool hdr;
+	bool urgent;		/* ODL_TB5_F_URGENT */
+	uint8_t overtaken;	/* urgent sends queued ahead of it */
 };
 
 /* a keyed message that arrived before its receive */
@@ -277,6 +279,42 @@ static void q_pop(struct shm_q *q)
 static void q_push(struct shm_q *q, const struct shm_op *o)
 {
 	q->ops[(q->head + q->count) % q->cap] = *o;
+	q->count++;
+}
+
+/*
+ * An urgent send goes behind the last urgent or started send of the queue,
+ * ahead of the sends behind it, unless the first of those was overtaken
+ * ODL_SHM_OVERTAKE times already: then at the tail (urgent sends stay in
+ * order among themselves). The queue has room (checked by the caller).
+ */
+#define ODL_SHM_OVERTAKE 64
+
+static void q_push_urgent(struct shm_q *q, const struct shm_op *o)
+{
+	uint32_t at = q->count, i;
+	struct shm_op *first;
+
+	while (at > 0) {
+		const struct shm_op *x = &q->ops[(q->head + at - 1) % q->cap];
+
+		if (x->urgent || x->hdr)
+			break;
+		at--;
+	}
+	if (at == q->count) {
+		q_push(q, o);
+		return;
+	}
+	first = &q->ops[(q->head + at) % q->cap];
+	if (first->overtaken >= ODL_SHM_OVERTAKE) {
+		q_push(q, o);
+		return;
+	}
+	first->overtaken++;
+	for (i = q->count; i > at; i--)
+		q->ops[(q->head + i) % q->cap] = q->ops[(q->head + i - 1) % q->cap];
+	q->ops[(q->head + at) % q->cap] = *o;
 	q->count++;
 }
 
@@ -1136,7 +1174,7 @@ static int shm_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 		 p->name, 'a' + p->peer);
 	odl_uuid_from_name(other, info->peer_uuid);
 	info->abi_version = SHM_LAYOUT;
-	info->features = ODL_TB5_FEAT_KEYED;
+	info->features = ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_URGENT;
 	info->state = (uint32_t)p->state;
 	info->tx_depth = p->txq.cap;
 	info->rx_depth = p->rxq.cap;
@@ -1213,7 +1251,7 @@ static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
 {
 	struct shm_priv *p = P(h);
 	struct shm_op o = { .cookie = cookie, .off = off, .len = len, .id = id,
-			    .key = key };
+			    .key = key, .urgent = (flags & ODL_TB5_F_URGENT) != 0 };
 	int r;
 
 	progress(h, false);
@@ -1226,7 +1264,10 @@ static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
 	if (r < 0)
 		return r;
 	o.ptr = (uint8_t *)h->bufs[id].addr + off;
-	q_push(&p->txq, &o);
+	if (o.urgent)
+		q_push_urgent(&p->txq, &o);
+	else
+		q_push(&p->txq, &o);
 	p->tx_unreaped++;
 	progress(h, false);
 	return 0;

@@ -1406,6 +1406,146 @@ START_TEST(t_keyed)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* urgent sends (API 1.4) */
+
+#define UN 70		/* urgent messages: more than the 64 one may be overtaken by */
+#define UBIG 100000	/* the big ones: more than the 64 KiB ring */
+#define USTRIDE (UBIG + 4096)	/* receive i at i * USTRIDE */
+static int g_upipe[2];
+
+/* message k's length: 0 and 1 big, then UN small ones */
+static uint64_t ulen(int k)
+{
+	return k < 2 ? UBIG + (uint64_t)k : 16 + (uint64_t)k;
+}
+
+/* where message k is in the sender's buffer (k = 2 + UN: its size) */
+static uint64_t uoff(int k)
+{
+	return k < 2 ? (uint64_t)k * (UBIG + 64) : 2 * (UBIG + 64) + (uint64_t)(k - 2) * 128;
+}
+
+/* sends big 0 (starts: it fills the ring the receiver does not read yet),
+ * big 1 (queued), then UN small ones, urgent if arg; then lets the receiver
+ * go and waits for every send */
+static int urgent_sender(const char *name, void *arg)
+{
+	struct odl_tb5_open_opts o;
+	struct odl_tb5_completion c;
+	uint32_t flags = arg ? ODL_TB5_F_URGENT : 0;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	char go = 'g';
+
+	odl_tb5_open_opts_init(&o);
+	o.ring_bytes = 64 << 10;
+	h = xopen(spec(name, 'a'), &o);
+	if (!h || odl_tb5_buf_alloc(h, uoff(2 + UN), ODL_TB5_BUF_SEND, &id, (void **)&b))
+		return 10;
+	if (odl_tb5_wait_peer(h, 5000))
+		return 11;
+	for (int k = 0; k < 2 + UN; k++)
+		fill(b + uoff(k), ulen(k), (uint64_t)k + 1);
+	for (int k = 0; k < 2 + UN; k++)
+		if (odl_tb5_send(h, id, uoff(k), ulen(k), (uint64_t)k, k < 2 ? 0 : flags))
+			return 12;
+	if (write(g_upipe[1], &go, 1) != 1)
+		return 13;
+	for (int k = 0; k < 2 + UN; k++)
+		if (poll1(h, &c, 10000) != 1 || c.status)
+			return 14;
+	odl_tb5_close(h);
+	return 0;
+}
+
+/* the receiver's view: arrival order of the messages, every byte checked */
+static void urgent_run(int urgent, int *order)
+{
+	const char *n = newname();
+	struct odl_tb5_open_opts o;
+	struct odl_tb5_completion c;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	char go;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(g_upipe), 0);
+	odl_tb5_open_opts_init(&o);
+	o.ring_bytes = 64 << 10;
+	h = xopen(spec(n, 'b'), &o);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, (size_t)(2 + UN) * USTRIDE, ODL_TB5_BUF_RECV, &id,
+					   (void **)&b), 0);
+	pid = run_child(urgent_sender, n, urgent ? (void *)1 : NULL);
+	ck_assert_int_eq(odl_tb5_wait_peer(h, 5000), 0);
+	/* nothing read from the ring until everything is queued */
+	ck_assert_int_eq(read(g_upipe[0], &go, 1), 1);
+	for (int i = 0; i < 2 + UN; i++)
+		ck_assert_int_eq(odl_tb5_post_recv(h, id, (uint64_t)i * USTRIDE, USTRIDE,
+						   (uint64_t)i, 0), 0);
+	for (int i = 0; i < 2 + UN; i++) {
+		int k;
+
+		ck_assert_int_eq(poll1(h, &c, 10000), 1);
+		ck_assert_int_eq(c.status, 0);
+		ck_assert_uint_eq(c.cookie, (uint64_t)i);
+		for (k = 0; k < 2 + UN && ulen(k) != c.length; k++)
+			;
+		ck_assert_int_lt(k, 2 + UN);
+		ck_assert_int_eq(check_fill(b + (size_t)i * USTRIDE, c.length, (uint64_t)k + 1), 0);
+		order[i] = k;
+	}
+	ck_assert_int_eq(child_status(pid), 0);
+	odl_tb5_close(h);
+	close(g_upipe[0]);
+	close(g_upipe[1]);
+}
+
+START_TEST(t_urgent)
+{
+	int order[2 + UN], i;
+	struct odl_tb5_info info;
+	odl_tb5_t *h;
+	uint32_t id;
+	void *p;
+	struct odl_tb5_completion c;
+	const char *n = newname();
+
+	/* without the flag: in the order sent */
+	urgent_run(0, order);
+	for (i = 0; i < 2 + UN; i++)
+		ck_assert_int_eq(order[i], i);
+	/* urgent: big 0 had started; the first 64 small ones overtake big 1,
+	 * the rest queue behind it (the overtake limit), all in their order */
+	urgent_run(1, order);
+	ck_assert_int_eq(order[0], 0);
+	for (i = 1; i <= 64; i++)
+		ck_assert_int_eq(order[i], i + 1);
+	ck_assert_int_eq(order[65], 1);
+	for (i = 66; i < 2 + UN; i++)
+		ck_assert_int_eq(order[i], i);
+	/* the flag's rules */
+	h = xopen(spec(n, 'a'), NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_info(h, &info), 0);
+	ck_assert(info.features & ODL_TB5_FEAT_URGENT);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, 8192, 0, &id, &p), 0);
+	ck_assert_int_eq(odl_tb5_send(h, id, 0, ODL_TB5_URGENT_MAX + 1, 1, ODL_TB5_F_URGENT),
+			 -EMSGSIZE);
+	ck_assert_int_eq(odl_tb5_send(h, id, 0, 8, 1, ODL_TB5_F_URGENT | (1u << 9)), -EINVAL);
+	ck_assert_int_eq(odl_tb5_post_recv(h, id, 0, 8, 1, ODL_TB5_F_URGENT), -EINVAL);
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, 8, 5, 1, ODL_TB5_F_URGENT), -EINVAL);
+	ck_assert_int_eq(odl_tb5_poll(h, &c, 1, 0, ODL_TB5_F_URGENT), -EINVAL);
+	/* an urgent send of ODL_TB5_URGENT_MAX is queued (no peer yet) */
+	ck_assert_int_eq(odl_tb5_send(h, id, 0, ODL_TB5_URGENT_MAX, 2,
+				      ODL_TB5_F_URGENT | ODL_TB5_F_NONBLOCK), 0);
+	odl_tb5_close(h);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 
 static Suite *userlib_suite(void)
 {
@@ -1431,6 +1571,7 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_lost_message);
 	tcase_add_test(tc, t_poll_min);
 	tcase_add_test(tc, t_keyed);
+	tcase_add_test(tc, t_urgent);
 	suite_add_tcase(s, tc);
 	return s;
 }

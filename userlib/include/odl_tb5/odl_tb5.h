@@ -103,12 +103,13 @@ extern "C" {
 
 /* API version of this header: major changes break source compatibility. */
 #define ODL_TB5_API_MAJOR 1
-#define ODL_TB5_API_MINOR 3	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
+#define ODL_TB5_API_MINOR 4	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
 				 * 1.2: ODL_TB5_OPEN_BATCH, odl_tb5_poll_min;
 				 * 1.3: registered memory pinned by the driver,
 				 * odl_tb5_buf_register_flags, stats.copied_bytes,
 				 * keyed messages (odl_tb5_send_key,
-				 * odl_tb5_post_recv_key, odl_tb5_cancel_recv) */
+				 * odl_tb5_post_recv_key, odl_tb5_cancel_recv);
+				 * 1.4: urgent sends (ODL_TB5_F_URGENT) */
 
 /* Version of the library actually loaded: (major << 16) | minor. */
 uint32_t odl_tb5_version(void);
@@ -212,6 +213,8 @@ enum odl_tb5_state {
 #define ODL_TB5_FEAT_ZEROCOPY	(1u << 3)	/* odl_tb5_buf_alloc buffers DMA directly */
 #define ODL_TB5_FEAT_KEYED	(1u << 4)	/* 1.3: keyed messages work (kernel:
 						 * driver ABI 1.4, agreed with the peer) */
+#define ODL_TB5_FEAT_URGENT	(1u << 5)	/* 1.4: urgent sends overtake (kernel:
+						 * driver ABI 1.5) */
 
 struct odl_tb5_info {
 	char backend[16];	/* "kernel" or "shm" */
@@ -321,6 +324,20 @@ int odl_tb5_buf_free(odl_tb5_t *h, uint32_t id);
 #define ODL_TB5_F_BUSY_POLL	(1u << 1)	/* wait by spinning, not sleeping */
 #define ODL_TB5_F_SLEEP		(1u << 2)	/* wait by sleeping (overrides
 						 * ODL_TB5_OPEN_BUSY_POLL) */
+/*
+ * API 1.4, sends only (-EINVAL elsewhere): an urgent message, at most
+ * ODL_TB5_URGENT_MAX bytes (-EMSGSIZE), goes out ahead of this endpoint's
+ * queued messages that have not started to leave (kernel: of all of the
+ * device's), behind the urgent ones queued before it; for control messages
+ * that must not wait behind bulk data. It changes when a message leaves,
+ * never where it is delivered (keyed: its receive; else the oldest receive,
+ * in arrival order). A queued message is overtaken by at most 64 urgent
+ * ones, then they queue behind it. Where info.features lacks
+ * ODL_TB5_FEAT_URGENT (a driver before ABI 1.5) the message queues like
+ * any other.
+ */
+#define ODL_TB5_F_URGENT	(1u << 3)
+#define ODL_TB5_URGENT_MAX	2048
 
 /*
  * Queue a message of len bytes from buffer id at offset (len may be 0).
