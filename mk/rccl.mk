@@ -113,25 +113,28 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 	 else echo "ok - wrong-case NCCL_NET_PLUGIN=ODL_TB5 is not found (as with NCCL/RCCL)"; fi
 
 # Two ranks (two processes) over the shm backend, v7 then v10 tables (the v10
-# run with test() never waiting for the progress thread: pure polling, and
-# with zero copy off: every message staged). The statistics show both paths.
+# run with test() never waiting for the progress thread: pure polling, with
+# zero copy off: every message staged, and CTS not urgent). The statistics
+# show both paths.
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@rm -rf $(dir $(RCCL_TEST_STATS)) && mkdir -p $(dir $(RCCL_TEST_STATS))
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
 	  $(RCCL_NETCONF) --api 7 --timeout $(RCCL_TIMEOUT)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
 	  assert s["zc_regs"] > 0 and s["zc_rx_bytes"] == s["zc_tx_bytes"] > 64*2**20, s; \
-	  print("ok - zero copy: %d of %d bytes moved without a staging copy" % (s["zc_tx_bytes"], s["tx_bytes"])); \
-	  open("$(RCCL_TEST_STATS).zc", "w").write(str(s["zc_tx_bytes"]))'
+	  assert s["cts_urgent"] > 0, s; \
+	  print("ok - zero copy: %d of %d bytes moved without a staging copy; %d CTS sent urgent" % (s["zc_tx_bytes"], s["tx_bytes"], s["cts_urgent"])); \
+	  open("$(RCCL_TEST_STATS).zc", "w").write("%d %d" % (s["zc_tx_bytes"], s["cts_urgent"]))'
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) ODL_TB5_RCCL_TEST_WAIT_US=0 \
-	  ODL_TB5_RCCL_ZEROCOPY=0 \
+	  ODL_TB5_RCCL_ZEROCOPY=0 ODL_TB5_RCCL_URGENT_CTS=0 \
 	  $(RCCL_NETCONF) --api 10 --flavour nccl --max-size 16777216 --timeout $(RCCL_TIMEOUT)
 	$(RCCL_STATS) $(RCCL_TEST_STATS)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
 	  assert s["tx_bytes"] > 2*64*2**20 and s["rx_bytes"] == s["tx_bytes"], s; \
 	  assert s["procs_attached"] == 0 and s["inits"] == 4 and s["err_truncated"] >= 4, s; \
-	  assert s["zc_tx_bytes"] == int(open("$(RCCL_TEST_STATS).zc").read()), s; \
-	  print("ok - statistics file consistent (staged run added no zero-copy bytes)")'
+	  zc, urg = (int(v) for v in open("$(RCCL_TEST_STATS).zc").read().split()); \
+	  assert s["zc_tx_bytes"] == zc and s["cts_urgent"] == urg, s; \
+	  print("ok - statistics file consistent (staged run without urgent CTS added no zero-copy bytes, no urgent CTS)")'
 
 # (LD_LIBRARY_PATH: under ASan dlopen is intercepted by libasan, whose
 # RUNPATH, not the harness's, is then "the caller's")
@@ -162,9 +165,9 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 65536 --steps 32 --iters 2
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread --in-place
-	set -o pipefail; for r in thread inline; do \
-	  $(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer $$r --timeline | \
-	    python3 $(RCCL_DIR)/tests/timeline_check.py 2 2 6 || exit 1; done
+	set -o pipefail; for r in thread inline; do for c in 1 2 3; do \
+	  $(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer $$r --channels $$c --timeline | \
+	    python3 $(RCCL_DIR)/tests/timeline_check.py 2 2 $$c 6 || exit 1; done; done
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none --in-place
 

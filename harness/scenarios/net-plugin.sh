@@ -128,13 +128,14 @@ assert a["zc_tx_bytes"] == b["zc_rx_bytes"] and b["zc_tx_bytes"] == a["zc_rx_byt
 for x in (a, b):
     assert x["tx_bytes"] > int(sys.argv[3]) and x["err_link"] == 0, "too few bytes or link errors"
     assert x["zc_regs"] > 0 and x["zc_tx_bytes"] > int(sys.argv[3]) // 4, "zero copy not used"
+    assert x["cts_urgent"] > 0, "no CTS sent urgent (driver ABI 1.5)"
 assert a["procs_attached"] == 0 and b["procs_attached"] == 0, "procs_attached"
-print("a tx %d rx %d, b tx %d rx %d bytes; zero copy: a tx %d rx %d" % (a["tx_bytes"], a["rx_bytes"],
-      b["tx_bytes"], b["rx_bytes"], a["zc_tx_bytes"], a["zc_rx_bytes"]))
+print("a tx %d rx %d, b tx %d rx %d bytes; zero copy: a tx %d rx %d; urgent CTS a %d b %d" % (a["tx_bytes"], a["rx_bytes"],
+      b["tx_bytes"], b["rx_bytes"], a["zc_tx_bytes"], a["zc_rx_bytes"], a["cts_urgent"], b["cts_urgent"]))
 ' "$sa" "$sb" "$MAX" 2>&1); then
-	ok "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used" "$res"
+	ok "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used, CTS urgent" "$res"
 else
-	not_ok "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used" "$res" "a: $sa" "b: $sb"
+	not_ok "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used, CTS urgent" "$res" "a: $sa" "b: $sb"
 fi
 # the benchmark's all-reduce (what bench/rccl.sh measures: registered buffers,
 # zero copy, slices pipelined both ways), short, out of place, in place, and

@@ -66,8 +66,11 @@ struct odl_tb5_rccl_stats {
 	uint64_t zc_regs;	/* registrations pinned for zero copy */
 	uint64_t zc_fallbacks;	/* receive entries / sends that took the staged way
 				 * although a key or registration was there */
+	/* in place of a reserved word; 0 from older plugins */
+	uint64_t cts_urgent;	/* clear-to-send messages sent urgent (ahead of
+				 * the bulk data queued on that side) */
 
-	uint64_t reserved[12];
+	uint64_t reserved[11];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -384,6 +384,7 @@ struct odlp_dev {
 	struct odlp_req *job_head, *job_tail;
 	/* zero copy (keyed library operations) */
 	bool zc;		     /* registrations may pin (ODL_TB5_RCCL_ZEROCOPY) */
+	bool urgent_cts;	     /* CTS sent urgent (ODL_TB5_RCCL_URGENT_CTS) */
 	uint32_t next_key;
 	struct krx_ent krx[KTAB];
 	bool krx_busy[KTAB];
@@ -575,14 +576,21 @@ static int64_t zc_offset(const struct odlp_dev *d, const struct odlp_mr *mr, con
 	return (int64_t)(p - mr->base);
 }
 
-/* Send one staged message; false if the library queue is full or failed. */
-static bool tx_slot_send(struct odlp_dev *d, uint32_t slot, uint64_t len)
+/* Send one staged message (urgent: ahead of queued bulk data); false if
+ * the library queue is full or failed.
+ */
+static bool tx_slot_send(struct odlp_dev *d, uint32_t slot, uint64_t len, bool urgent)
 {
-	int rc = odl_tb5_send(d->h, d->tx_id, (uint64_t)slot * d->slot, len, slot,
-			      ODL_TB5_F_NONBLOCK);
+	int rc;
 
-	if (rc == 0)
+	urgent = urgent && len <= ODL_TB5_URGENT_MAX && (d->info.features & ODL_TB5_FEAT_URGENT);
+	rc = odl_tb5_send(d->h, d->tx_id, (uint64_t)slot * d->slot, len, slot,
+			  ODL_TB5_F_NONBLOCK | (urgent ? ODL_TB5_F_URGENT : 0));
+	if (rc == 0) {
+		if (urgent)
+			STAT_ADD(cts_urgent, 1);
 		return true;
+	}
 	d->tx_free[d->ntx_free++] = slot;
 	if (rc != -EAGAIN)
 		mark_dead(d, rc);
@@ -603,7 +611,10 @@ static void tx_pump_slots(struct odlp_dev *d)
 			p = d->tx_base + (uint64_t)slot * d->slot;
 			memcpy(p, &m->h, sizeof(m->h));
 			memcpy(p + sizeof(m->h), m->payload, m->h.len);
-			if (!tx_slot_send(d, slot, sizeof(m->h) + m->h.len))
+			/* a CTS lets the peer send: it must not wait behind
+			 * the bulk data this side has queued */
+			if (!tx_slot_send(d, slot, sizeof(m->h) + m->h.len,
+					  d->urgent_cts && m->h.type == M_CTS))
 				return;
 			d->cq_head = m->next;
 			if (!d->cq_head)
@@ -636,7 +647,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 		memcpy(p, &h, sizeof(h));
 		if (chunk)
 			memcpy(p + sizeof(h), r->sdata + r->sent, chunk);
-		if (!tx_slot_send(d, slot, sizeof(h) + chunk))
+		if (!tx_slot_send(d, slot, sizeof(h) + chunk, false))
 			return;
 		r->sent += chunk;
 		STAT_ADD(tx_bytes, chunk);
@@ -1132,6 +1143,7 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	d->next_id = 1;
 	d->next_key = 1;
 	d->zc = env_long("ODL_TB5_RCCL_ZEROCOPY", 1, 0, 1) != 0;
+	d->urgent_cts = env_long("ODL_TB5_RCCL_URGENT_CTS", 1, 0, 1) != 0;
 
 	/* properties */
 	if (strcmp(d->info.backend, "kernel") == 0) {
