@@ -29,7 +29,14 @@
 #              plugin's transport alone, without the int32 adds that a GPU
 #              system does on the GPU and that here take the guest's one
 #              emulated CPU. The headline slice also runs with the other
-#              reducer (--reducer: who does the int32 adds, see below).
+#              reducer (--reducer: who does the int32 adds, see below) and,
+#              unless --channels 1, over one channel.
+#              --channels N (default 2): the all-reduce is divided between N
+#              connections (comm pairs), each with its own 8 slices in
+#              flight, one thread driving them all: NCCL's ring channels
+#              (its topology search finds at least one ring and NCCL always
+#              doubles them, so a ring over one NIC has two, each its own
+#              connection; one proxy thread drives them).
 # Headline ratio = median plugin busbw / median bidirectional raw per direction
 # (a two-rank ring all-reduce moves S/2 each way in each phase, both directions
 # at once: the peer that does the same is the bidirectional one); the ratio
@@ -58,6 +65,7 @@ staged=1
 cpu=
 smp=1
 reducer=thread
+channels=2
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-staged) staged=0; shift ;;
@@ -65,6 +73,7 @@ while [ $# -gt 0 ]; do
 	--cpu) cpu=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--reducer) reducer=$2; shift 2 ;;
+	--channels) channels=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--slice) slices+=("$2"); shift 2 ;;
@@ -81,6 +90,10 @@ esac
 case $smp in
 [1-8]) ;;
 *) echo "bench/rccl.sh: --smp takes 1..8" >&2; exit 2 ;;
+esac
+case $channels in
+[1-8]) ;;
+*) echo "bench/rccl.sh: --channels takes 1..8" >&2; exit 2 ;;
 esac
 export VMPAIR_STATE=${VMPAIR_STATE:-$top/build/bench/rccl-pair}
 . "$top/harness/scenarios/common.sh"
@@ -134,11 +147,12 @@ j["guest_busy_pct"]=round(100*(int(b[1])-int(a[1]))/(int(b[2])-int(a[2]))); prin
 		"$j" "$(echo "$out" | grep '^busy0')" "$(echo "$out" | grep '^busy1')"
 }
 
-# plugin SLICE PORT [ZEROCOPY [OP [REDUCER [--in-place]]]]: all-reduce
-# benchmark; prints rank 0's bench JSON
+# plugin SLICE PORT [ZEROCOPY [OP [REDUCER [EXTRA]]]]: all-reduce benchmark
+# over $channels channels (EXTRA: more netconf options, e.g. --in-place or
+# --channels 1); prints rank 0's bench JSON
 plugin() {
 	local slice=$1 port=$2 zc=${3:-1} op=${4:-sum} red=${5:-$reducer} args out
-	args="--bench $bytes --iters $iters --slice $slice --op $op --reducer $red --deadline 300 ${6:-}"
+	args="--bench $bytes --iters $iters --slice $slice --op $op --reducer $red --channels $channels --deadline 300 ${6:-}"
 	va sh -c "rm -f /tmp/nb.out; setsid sh -c 'ODL_TB5_RCCL_ZEROCOPY=$zc /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > /tmp/nb.out 2>&1 < /dev/null &" || return 1
 	out=$(vb env ODL_TB5_RCCL_ZEROCOPY="$zc" /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
 	wait_for "va grep -q netconf-exit=0 /tmp/nb.out" 60 || { va cat /tmp/nb.out >&2; return 1; }
@@ -146,7 +160,7 @@ plugin() {
 }
 
 declare -A res=()   # key -> space-separated values, one per round
-# row KEY LABEL ZEROCOPY [OP [REDUCER [--in-place]]]: one more plugin run on the
+# row KEY LABEL ZEROCOPY [OP [REDUCER [EXTRA]]]: one more plugin run on the
 # headline slice $s in round $r; its busbw goes to res[KEY$s], j keeps its JSON
 row() {
 	local key=$1 label=$2
@@ -191,6 +205,7 @@ for r in $(seq 1 "$rounds"); do
 			row nop "data movement (reduction skipped)" 1 none
 			row ip "in place" 1 sum "$reducer" --in-place
 			row or "reducer $other_reducer" 1 sum "$other_reducer"
+			[ "$channels" = 1 ] || row c1 "1 channel" 1 sum "$reducer" "--channels 1"
 			if [ "$staged" = 1 ]; then
 				row st "staged (zero copy off)" 0
 				res[stcpu$s]+="$(json_field "$j" cpu_s_avg) "
@@ -222,7 +237,7 @@ mkdir -p "$top/bench/results"
 out=$top/bench/results/rccl-allreduce-$ts
 {
 	echo "OdinLink RCCL/NCCL net plugin bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
-	echo "all-reduce: 2 ranks (one per VM), int32 sum (reducer: $reducer), $size MiB, $iters timed iterations per run after a warm-up, all verified; $rounds rounds; medians"
+	echo "all-reduce: 2 ranks (one per VM), int32 sum (reducer: $reducer), $size MiB over $channels channels, $iters timed iterations per run after a warm-up, all verified; $rounds rounds; medians"
 	printf '%-58s %10s  %s\n' path "median" "rounds (Gb/s)"
 	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b, 1 MiB msgs (receiver rate)" "$rawm" "${res[raw]}"
 	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b (client rate)" "$rawtxm" "${res[raw_tx]}"
@@ -233,6 +248,9 @@ out=$top/bench/results/rccl-allreduce-$ts
 	done
 	printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, in place" "$(median "${res[ip$head]}")" "${res[ip$head]}"
 	printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, reducer $other_reducer" "$(median "${res[or$head]}")" "${res[or$head]}"
+	if [ "$channels" != 1 ]; then
+		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, 1 channel" "$(median "${res[c1$head]}")" "${res[c1$head]}"
+	fi
 	if [ "$staged" = 1 ]; then
 		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, staged" "$(median "${res[st$head]}")" "${res[st$head]}"
 	fi
@@ -242,6 +260,9 @@ out=$top/bench/results/rccl-allreduce-$ts
 	echo "  against one-way raw: $ratio1"
 	echo "RATIO plugin all-reduce in place (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[ip$head]}")" "$bidm") (per round: $(round_ratios "${res[ip$head]}" "${res[bidir]}"))"
 	echo "RATIO plugin all-reduce, reducer $other_reducer (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[or$head]}")" "$bidm") (per round: $(round_ratios "${res[or$head]}" "${res[bidir]}"))"
+	if [ "$channels" != 1 ]; then
+		echo "RATIO plugin all-reduce, 1 channel (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[c1$head]}")" "$bidm") (per round: $(round_ratios "${res[c1$head]}" "${res[bidir]}"))"
+	fi
 	echo "RATIO plugin transport (all-reduce data movement, reduction skipped) / bidirectional raw: $(div "$(median "${res[nop$head]}")" "$bidm") (per round: $(round_ratios "${res[nop$head]}" "${res[bidir]}"))"
 	echo "  guest a busy (% of the time): raw mimo 1 stream (client run) ${res[busy_raw]}; plugin all-reduce (timed iterations) ${res[busy$head]}"
 	if [ "$staged" = 1 ]; then
@@ -260,7 +281,7 @@ per_slice() {
 	printf '},\n'
 }
 {
-	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"reducer":"%s",\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$smp" "$reducer"
+	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"reducer":"%s","channels":%s,\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$smp" "$reducer" "$channels"
 	printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir1_per_dir_gbps":[%s],"raw_bidir4_per_dir_gbps":[%s],\n' \
 		"$(arr "${res[raw]}")" "$(arr "${res[raw_tx]}")" "$(arr "${res[bidir1]}")" "$(arr "${res[bidir4]}")"
 	per_slice plugin_busbw_gbps p
@@ -270,6 +291,9 @@ per_slice() {
 	printf ' "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
 	printf ' "plugin_inplace_busbw_gbps":[%s],"ratio_inplace":%s,\n' "$(arr "${res[ip$head]}")" "$(div "$(median "${res[ip$head]}")" "$bidm")"
 	printf ' "plugin_other_reducer":"%s","plugin_other_reducer_busbw_gbps":[%s],"ratio_other_reducer":%s,\n' "$other_reducer" "$(arr "${res[or$head]}")" "$(div "$(median "${res[or$head]}")" "$bidm")"
+	if [ "$channels" != 1 ]; then
+		printf ' "plugin_1ch_busbw_gbps":[%s],"ratio_1ch":%s,\n' "$(arr "${res[c1$head]}")" "$(div "$(median "${res[c1$head]}")" "$bidm")"
+	fi
 	printf ' "plugin_staged_busbw_gbps":[%s],"plugin_staged_cpu_s":[%s],\n' "$(arr "${res[st$head]:-}")" "$(arr "${res[stcpu$head]:-}")"
 	printf ' "plugin_noreduce_busbw_gbps":[%s],"ratio_transport":%s,\n' "$(arr "${res[nop$head]}")" "$(div "$(median "${res[nop$head]}")" "$bidm")"
 	printf ' "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \

@@ -27,8 +27,9 @@
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
  *          --deadline SEC (per operation, default 30), --call-bound SEC (how
  *          long a non-blocking call may take, default 0.25), --iters N,
- *          --slice BYTES, --steps N (slices in flight per direction, 1..32,
- *          default 8), --op sum|none and --in-place (--bench; none: the same
+ *          --slice BYTES, --steps N (slices in flight per direction and
+ *          channel, 1..32, default 8), --channels N (--bench: connections the
+ *          all-reduce is divided between, 1..8, default 2), --op sum|none and --in-place (--bench; none: the same
  *          data movement with the reduction skipped, every byte still
  *          checked; --in-place: the result overwrites the input, default out
  *          of place), --reducer inline|thread (--bench: who reduces, the
@@ -1345,6 +1346,12 @@ static int g_bench_timeline;
 #define BENCH_STEPS_MAX 32
 /* --steps: slices in flight per direction (NCCL_STEPS: 8) */
 static int g_bench_steps = 8;
+/* --channels: connections the all-reduce is divided between, each with its
+ * own --steps slices in flight, all driven by one thread (NCCL's ring
+ * channels: its search finds at least one, and it always doubles them, so
+ * two for a ring over one NIC; one proxy thread drives them all) */
+#define BENCH_CHANNELS_MAX 8
+static int g_bench_channels = 2;
 
 /*
  * dst[i] = a[i] + b[i] for int32 (wrapping; dst may be a): the plain loop,
@@ -1490,22 +1497,31 @@ struct bench_it {
 };
 
 /*
- * The reducer thread (--reducer thread): reduces the reduce-scatter slices
- * in order as the driving thread hands them over (avail), publishing how
- * many are done in nred (written only by the reducer, under mu). One job (an
- * all-reduce) at a time; the driving thread starts the next one only after
- * every slice of the last is reduced.
+ * The reducer thread (--reducer thread): reduces reduce-scatter slices in
+ * the order the driving thread hands them over, one channel's slices in
+ * order (they arrive in order), publishing per channel how many are done in
+ * nred (release: the data is written). One job (an all-reduce) at a time;
+ * the driving thread starts the next one only after every slice of the
+ * last is reduced.
  */
+struct red_chan {
+	char *out, *a, *b; /* out = a + b, slice by slice */
+	size_t hbytes;	   /* bytes of this channel's part */
+	size_t next;	   /* next slice to reduce (reducer only) */
+	atomic_size_t nred;
+};
+
 struct reducer {
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool quit;
 	/* the current job, set by red_start under mu */
-	char *out, *a, *b; /* out = a + b, slice by slice */
-	size_t slice, hbytes, avail;
-	double cpu_s;	     /* CPU time of the reducer thread in reduce_sum_i32 */
-	atomic_size_t nred; /* slices reduced (release: the data is written) */
+	size_t slice;
+	struct red_chan ch[BENCH_CHANNELS_MAX];
+	int *q;		  /* channels in hand-over order */
+	size_t qcap, qhead, qtail;
+	double cpu_s;	  /* CPU time of the reducer thread in reduce_sum_i32 */
 };
 
 static struct reducer g_red;
@@ -1516,50 +1532,67 @@ static void *reducer_main(void *arg)
 
 	pthread_mutex_lock(&rd->mu);
 	for (;;) {
-		while (!rd->quit && atomic_load_explicit(&rd->nred, memory_order_relaxed) >= rd->avail)
+		while (!rd->quit && rd->qhead == rd->qtail)
 			pthread_cond_wait(&rd->cv, &rd->mu);
 		if (rd->quit)
 			break;
-		size_t j = atomic_load_explicit(&rd->nred, memory_order_relaxed), off = j * rd->slice;
-		size_t len = rd->hbytes - off < rd->slice ? rd->hbytes - off : rd->slice;
-		char *out = rd->out, *a = rd->a, *b = rd->b;
+		struct red_chan *c = &rd->ch[rd->q[rd->qhead++ % rd->qcap]];
+		size_t j = c->next++, off = j * rd->slice;
+		size_t len = c->hbytes - off < rd->slice ? c->hbytes - off : rd->slice;
 
 		pthread_mutex_unlock(&rd->mu);
 		double t1 = thread_cpu_s();
 
-		reduce_sum_i32((int32_t *)(out + off), (const int32_t *)(a + off),
-			       (const int32_t *)(b + off), len / 4);
+		reduce_sum_i32((int32_t *)(c->out + off), (const int32_t *)(c->a + off),
+			       (const int32_t *)(c->b + off), len / 4);
 		double dt = thread_cpu_s() - t1;
 
 		pthread_mutex_lock(&rd->mu);
 		rd->cpu_s += dt;
-		atomic_store_explicit(&rd->nred, j + 1, memory_order_release);
+		atomic_store_explicit(&c->nred, j + 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&rd->mu);
 	return NULL;
 }
 
-static void red_start(struct reducer *rd, char *out, char *a, char *b, size_t slice, size_t hbytes)
+/* a new job: nothing handed over, nothing reduced */
+static void red_start(struct reducer *rd, size_t slice)
 {
 	pthread_mutex_lock(&rd->mu);
-	rd->out = out;
-	rd->a = a;
-	rd->b = b;
 	rd->slice = slice;
-	rd->hbytes = hbytes;
-	rd->avail = 0;
+	rd->qhead = rd->qtail = 0;
 	rd->cpu_s = 0;
-	atomic_store(&rd->nred, 0);
+	for (int c = 0; c < BENCH_CHANNELS_MAX; c++) {
+		rd->ch[c].next = 0;
+		atomic_store(&rd->ch[c].nred, 0);
+	}
 	pthread_mutex_unlock(&rd->mu);
 }
 
-/* slices [0, n) have arrived and may be reduced */
-static void red_hand_over(struct reducer *rd, size_t n)
+/* channel c's part: out = a + b over hbytes (before its first hand-over) */
+static void red_channel(struct reducer *rd, int c, char *out, char *a, char *b, size_t hbytes)
 {
 	pthread_mutex_lock(&rd->mu);
-	rd->avail = n;
+	rd->ch[c].out = out;
+	rd->ch[c].a = a;
+	rd->ch[c].b = b;
+	rd->ch[c].hbytes = hbytes;
+	pthread_mutex_unlock(&rd->mu);
+}
+
+/* the next slice of channel c has arrived and may be reduced */
+static void red_hand_over(struct reducer *rd, int c)
+{
+	pthread_mutex_lock(&rd->mu);
+	CHECK(rd->qtail - rd->qhead < rd->qcap, "reducer queue overflow");
+	rd->q[rd->qtail++ % rd->qcap] = c;
 	pthread_cond_signal(&rd->cv);
 	pthread_mutex_unlock(&rd->mu);
+}
+
+static size_t red_done(struct reducer *rd, int c)
+{
+	return atomic_load_explicit(&rd->ch[c].nred, memory_order_acquire);
 }
 
 static double red_cpu_s(struct reducer *rd)
@@ -1571,11 +1604,15 @@ static double red_cpu_s(struct reducer *rd)
 	return v;
 }
 
-static void red_init(struct reducer *rd)
+/* qcap: at least the slices of one job */
+static void red_init(struct reducer *rd, size_t qcap)
 {
 	pthread_mutex_init(&rd->mu, NULL);
 	pthread_cond_init(&rd->cv, NULL);
 	rd->quit = false;
+	rd->qcap = qcap;
+	rd->q = calloc(qcap, sizeof(*rd->q));
+	CHECK(rd->q, "reducer: out of memory");
 	CHECK(pthread_create(&rd->th, NULL, reducer_main, rd) == 0, "cannot start the reducer thread");
 }
 
@@ -1588,146 +1625,207 @@ static void red_fini(struct reducer *rd)
 	pthread_join(rd->th, NULL);
 	pthread_cond_destroy(&rd->cv);
 	pthread_mutex_destroy(&rd->mu);
+	free(rd->q);
 }
 
 /* the buffers of one all-reduce: send (input), recv (result; == send in
- * place), tmp (the peer's copy of my chunk) and their handles per comm */
+ * place), tmp (the peer's copy of my chunk) and their handles per channel
+ * and comm */
 struct bench_bufs {
 	int32_t *send, *recv, *tmp;
-	void *s_send, *s_recv; /* send comm: send and recv (all-gather source) */
-	void *r_recv, *r_tmp;  /* recv comm */
+	int nch;
+	void *s[BENCH_CHANNELS_MAX], *r[BENCH_CHANNELS_MAX]; /* send / recv comms */
+	void *s_send[BENCH_CHANNELS_MAX], *s_recv[BENCH_CHANNELS_MAX]; /* send comm's */
+	void *r_recv[BENCH_CHANNELS_MAX], *r_tmp[BENCH_CHANNELS_MAX];  /* recv comm's */
 	size_t mine_at, other_at, hbytes;
 };
 
+/* one channel of an all-reduce: its part of each chunk, cut in slices */
+struct bench_chan {
+	size_t off, hbytes; /* the part: [off, off + hbytes) of each chunk */
+	size_t ns, nu;	    /* slices per phase; units (both phases) */
+	size_t st_n, sh, rt_n, rh, nred; /* sends posted/done, recvs posted/done */
+	void *sq[BENCH_STEPS_MAX], *rq[BENCH_STEPS_MAX];
+	size_t slen[BENCH_STEPS_MAX], rlen[BENCH_STEPS_MAX];
+	double *t_send, *t_recv, *t_red; /* --timeline, or NULL */
+};
+
+/* channel c's part of a chunk of hbytes: equal parts of whole int32s, the
+ * last one takes the rest */
+static void bench_part(size_t hbytes, int nch, int c, size_t *off, size_t *len)
+{
+	size_t part = hbytes / (size_t)nch / 4 * 4;
+
+	*off = (size_t)c * part;
+	*len = c == nch - 1 ? hbytes - *off : part;
+}
+
+static size_t bench_slices(size_t len)
+{
+	return (len + g_bench_slice - 1) / g_bench_slice;
+}
+
 /*
  * One two-rank ring all-reduce (int32 sum), pipelined the way NCCL runs its
- * ring: the two chunks are cut in slices of g_bench_slice bytes, at most
- * --steps (8) in flight per direction, and the two phases are one pipeline:
- * reduce-scatter slice j (my copy of the peer's chunk goes out, the peer's
- * copy of mine comes into tmp and recv[mine] = send[mine] + tmp as soon as it
- * completes) is followed by all-gather slice j (the reduced slice goes out as
- * soon as it is reduced; the peer's reduced slice lands in recv[other]), so
- * the link never drains between the phases. Everything is sent from and
- * received into registered user buffers.
+ * ring: each chunk is divided between the channels (--channels, each its own
+ * pair of comms), and each channel's part is cut in slices of g_bench_slice
+ * bytes, at most --steps (8) in flight per direction and channel. The two
+ * phases are one pipeline per channel: reduce-scatter slice j (my copy of
+ * the peer's chunk goes out, the peer's copy of mine comes into tmp and
+ * recv[mine] = send[mine] + tmp as soon as it completes) is followed by
+ * all-gather slice j (the reduced slice goes out as soon as it is reduced;
+ * the peer's reduced slice lands in recv[other]), so the link never drains
+ * between the phases. One thread drives every channel, like NCCL's proxy
+ * thread. Everything is sent from and received into registered user
+ * buffers.
  * Out of place (send != recv, nccl-tests' first column) every receive can be
  * posted at once. In place, an all-gather receive overwrites what a
  * reduce-scatter send read: it is posted only once that send is done, which
  * ties each direction's all-gather to the other direction's progress.
  */
-static void bench_allreduce_once(void *s, void *r, const struct bench_bufs *bb,
-				 struct bench_it *st)
+static void bench_allreduce_once(const struct bench_bufs *bb, struct bench_it *st)
 {
-	const size_t slice = g_bench_slice, hbytes = bb->hbytes;
-	const size_t ns = (hbytes + slice - 1) / slice, nu = 2 * ns;
-	const int in_place = bb->send == bb->recv;
+	const size_t slice = g_bench_slice, steps = (size_t)g_bench_steps;
+	const int in_place = bb->send == bb->recv, use_thread = bench_uses_reducer_thread();
 	char *in_mine = (char *)(bb->send + bb->mine_at);
 	char *in_other = (char *)(bb->send + bb->other_at);
 	char *out_mine = (char *)(bb->recv + bb->mine_at);
 	char *out_other = (char *)(bb->recv + bb->other_at);
 	char *red_in = (char *)(bb->tmp + bb->mine_at);
-	size_t st_n = 0, sh = 0, rt_n = 0, rh = 0, nred = 0;
-	void *sq[BENCH_STEPS_MAX], *rq[BENCH_STEPS_MAX];
-	size_t slen[BENCH_STEPS_MAX], rlen[BENCH_STEPS_MAX];
-	const size_t steps = (size_t)g_bench_steps;
-	const int use_thread = bench_uses_reducer_thread();
+	struct bench_chan ch[BENCH_CHANNELS_MAX];
+	size_t left = 0, tl_at = 0;
 	double t0 = now_s();
 
 	if (use_thread)
-		red_start(&g_red, out_mine, in_mine, red_in, slice, hbytes);
+		red_start(&g_red, slice);
+	for (int c = 0; c < bb->nch; c++) {
+		struct bench_chan *k = &ch[c];
 
-#define UNIT_OFF(j) (((j) % ns) * slice)
-#define UNIT_LEN(j) (hbytes - UNIT_OFF(j) < slice ? hbytes - UNIT_OFF(j) : slice)
-	while (sh < nu || rh < nu) {
+		memset(k, 0, sizeof(*k));
+		bench_part(bb->hbytes, bb->nch, c, &k->off, &k->hbytes);
+		k->ns = bench_slices(k->hbytes);
+		k->nu = 2 * k->ns;
+		left += 2 * k->nu; /* its sends and receives */
+		if (st->t_send) {
+			k->t_send = st->t_send + tl_at;
+			k->t_recv = st->t_recv + tl_at;
+			k->t_red = st->t_red + tl_at / 2;
+			tl_at += k->nu;
+		}
+		if (use_thread)
+			red_channel(&g_red, c, out_mine + k->off, in_mine + k->off,
+				    red_in + k->off, k->hbytes);
+	}
+
+	/* unit j of a channel: slice j % ns of its part */
+#define UNIT_OFF(k, j) ((k)->off + ((j) % (k)->ns) * slice)
+#define UNIT_LEN(k, j) ((k)->off + (k)->hbytes - UNIT_OFF(k, j) < slice ? \
+			(k)->off + (k)->hbytes - UNIT_OFF(k, j) : slice)
+	while (left) {
 		int progressed = 0;
 
-		if (use_thread) {
-			size_t n = atomic_load_explicit(&g_red.nred, memory_order_acquire);
+		for (int c = 0; c < bb->nch; c++) {
+			struct bench_chan *k = &ch[c];
 
-			progressed = n != nred;
-			for (; nred < n; nred++)
-				if (st->t_red)
-					st->t_red[nred] = (now_s() - t0) * 1e3;
-		}
-		/* sends: reduce-scatter slices, then all-gather slices once reduced */
-		while (st_n - sh < steps && st_n < nu && (st_n < ns || st_n - ns < nred)) {
-			size_t k = UNIT_LEN(st_n);
-			char *p = (st_n < ns ? in_other : out_mine) + UNIT_OFF(st_n);
-			void *req = NULL;
+			if (use_thread) {
+				size_t n = red_done(&g_red, c);
 
-			OKR(n_isend(s, p, k, g_rank, st_n < ns ? bb->s_send : bb->s_recv, &req),
-			    "isend");
-			if (!req)
-				break;
-			sq[st_n % steps] = req;
-			slen[st_n % steps] = k;
-			st_n++;
-		}
-		/* receives: reduce-scatter slices into tmp, then all-gather slices
-		 * into recv (in place: once the send that read that slice is done) */
-		while (rt_n - rh < steps && rt_n < nu &&
-		       (rt_n < ns || !in_place || rt_n - ns < sh)) {
-			size_t k = UNIT_LEN(rt_n);
-			void *d[1] = { (rt_n < ns ? red_in : out_other) + UNIT_OFF(rt_n) };
-			void *mh[1] = { rt_n < ns ? bb->r_tmp : bb->r_recv }, *req = NULL;
-			int tag = 1 - g_rank;
-
-			OKR(n_irecv(r, 1, d, &k, &tag, mh, &req), "irecv");
-			if (!req)
-				break;
-			rq[rt_n % steps] = req;
-			rlen[rt_n % steps] = k;
-			rt_n++;
-		}
-		while (sh < st_n) {
-			int done = 0, sz = -1;
-
-			OKR(n_test(sq[sh % steps], &done, &sz), "test(send)");
-			if (!done)
-				break;
-			CHECK((size_t)sz == slen[sh % steps], "bench send size %d", sz);
-			if (st->t_send)
-				st->t_send[sh] = (now_s() - t0) * 1e3;
-			sh++;
-			progressed = 1;
-		}
-		while (rh < rt_n) {
-			int done = 0, sz = -1;
-
-			OKR(n_test(rq[rh % steps], &done, &sz), "test(recv)");
-			if (!done)
-				break;
-			CHECK((size_t)sz == rlen[rh % steps], "bench recv size %d want %zu", sz,
-			      rlen[rh % steps]);
-			if (st->t_recv)
-				st->t_recv[rh] = (now_s() - t0) * 1e3;
-			if (rh < ns && g_bench_noop) {
-				nred++;
-			} else if (rh < ns && use_thread) {
-				red_hand_over(&g_red, rh + 1);
-			} else if (rh < ns) {
-				double t1 = thread_cpu_s();
-
-				reduce_sum_i32((int32_t *)(out_mine + UNIT_OFF(rh)),
-					       (const int32_t *)(in_mine + UNIT_OFF(rh)),
-					       (const int32_t *)(red_in + UNIT_OFF(rh)), (size_t)sz / 4);
-				st->reduce_s += thread_cpu_s() - t1;
-				if (st->t_red)
-					st->t_red[nred] = (now_s() - t0) * 1e3;
-				nred++;
+				progressed |= n != k->nred;
+				for (; k->nred < n; k->nred++)
+					if (k->t_red)
+						k->t_red[k->nred] = (now_s() - t0) * 1e3;
 			}
-			rh++;
-			progressed = 1;
+			/* sends: reduce-scatter slices, then all-gather slices once reduced */
+			while (k->st_n - k->sh < steps && k->st_n < k->nu &&
+			       (k->st_n < k->ns || k->st_n - k->ns < k->nred)) {
+				size_t n = UNIT_LEN(k, k->st_n);
+				char *p = (k->st_n < k->ns ? in_other : out_mine) + UNIT_OFF(k, k->st_n);
+				void *req = NULL;
+
+				OKR(n_isend(bb->s[c], p, n, g_rank,
+					    k->st_n < k->ns ? bb->s_send[c] : bb->s_recv[c], &req),
+				    "isend");
+				if (!req)
+					break;
+				k->sq[k->st_n % steps] = req;
+				k->slen[k->st_n % steps] = n;
+				k->st_n++;
+			}
+			/* receives: reduce-scatter slices into tmp, then all-gather
+			 * slices into recv (in place: once the send that read that
+			 * slice is done) */
+			while (k->rt_n - k->rh < steps && k->rt_n < k->nu &&
+			       (k->rt_n < k->ns || !in_place || k->rt_n - k->ns < k->sh)) {
+				size_t n = UNIT_LEN(k, k->rt_n);
+				void *d[1] = { (k->rt_n < k->ns ? red_in : out_other) +
+					       UNIT_OFF(k, k->rt_n) };
+				void *mh[1] = { k->rt_n < k->ns ? bb->r_tmp[c] : bb->r_recv[c] };
+				void *req = NULL;
+				int tag = 1 - g_rank;
+
+				OKR(n_irecv(bb->r[c], 1, d, &n, &tag, mh, &req), "irecv");
+				if (!req)
+					break;
+				k->rq[k->rt_n % steps] = req;
+				k->rlen[k->rt_n % steps] = n;
+				k->rt_n++;
+			}
+			while (k->sh < k->st_n) {
+				int done = 0, sz = -1;
+
+				OKR(n_test(k->sq[k->sh % steps], &done, &sz), "test(send)");
+				if (!done)
+					break;
+				CHECK((size_t)sz == k->slen[k->sh % steps], "bench send size %d", sz);
+				if (k->t_send)
+					k->t_send[k->sh] = (now_s() - t0) * 1e3;
+				k->sh++;
+				left--;
+				progressed = 1;
+			}
+			while (k->rh < k->rt_n) {
+				int done = 0, sz = -1;
+
+				OKR(n_test(k->rq[k->rh % steps], &done, &sz), "test(recv)");
+				if (!done)
+					break;
+				CHECK((size_t)sz == k->rlen[k->rh % steps],
+				      "bench recv size %d want %zu", sz, k->rlen[k->rh % steps]);
+				if (k->t_recv)
+					k->t_recv[k->rh] = (now_s() - t0) * 1e3;
+				if (k->rh < k->ns && g_bench_noop) {
+					k->nred++;
+				} else if (k->rh < k->ns && use_thread) {
+					red_hand_over(&g_red, c);
+				} else if (k->rh < k->ns) {
+					double t1 = thread_cpu_s();
+
+					reduce_sum_i32((int32_t *)(out_mine + UNIT_OFF(k, k->rh)),
+						       (const int32_t *)(in_mine + UNIT_OFF(k, k->rh)),
+						       (const int32_t *)(red_in + UNIT_OFF(k, k->rh)),
+						       (size_t)sz / 4);
+					st->reduce_s += thread_cpu_s() - t1;
+					if (k->t_red)
+						k->t_red[k->nred] = (now_s() - t0) * 1e3;
+					k->nred++;
+				}
+				k->rh++;
+				left--;
+				progressed = 1;
+			}
 		}
 		CHECK(now_s() - t0 < g_deadline_s,
-		      "bench all-reduce stuck (sent %zu/%zu, received %zu/%zu slices, %zu reduced)", sh,
-		      nu, rh, nu, nred);
+		      "bench all-reduce stuck (channel 0: sent %zu/%zu, received %zu/%zu slices, %zu reduced)",
+		      ch[0].sh, ch[0].nu, ch[0].rh, ch[0].nu, ch[0].nred);
 		if (!progressed)
 			poll_pause();
 	}
 #undef UNIT_OFF
 #undef UNIT_LEN
-	if (use_thread)
+	if (use_thread) {
+		/* every all-gather slice went out, so every slice was reduced */
 		st->reduce_s += red_cpu_s(&g_red);
+	}
 }
 
 static int32_t bench_fill(int rank, int it, size_t i)
@@ -1746,34 +1844,44 @@ static void bench_allreduce(void)
 	size_t count = g_bench_bytes / 8 * 2, half = count / 2; /* two equal chunks */
 	size_t bytes = count * 4, abytes = (bytes + 4095) & ~(size_t)4095;
 	struct bench_bufs bb = { 0 };
-	void *s, *r;
 	double best = 0, sum = 0, cpu_sum = 0, red_sum = 0, busy_sum = 0, app_sum = 0;
+	const int nch = g_bench_channels;
 
 	bb.send = aligned_alloc(4096, abytes);
 	bb.recv = g_bench_in_place ? bb.send : aligned_alloc(4096, abytes);
 	bb.tmp = aligned_alloc(4096, abytes);
 	CHECK(bb.send && bb.recv && bb.tmp && count >= 2 && g_bench_slice >= 4 &&
-		      g_bench_slice % 4 == 0,
-	      "bench: out of memory, size too small or slice not a multiple of 4");
+		      g_bench_slice % 4 == 0 && half >= (size_t)nch,
+	      "bench: out of memory, size too small (under one int32 per channel) or slice not a multiple of 4");
 	reduce_selftest();
-	if (bench_uses_reducer_thread())
-		red_init(&g_red);
-	memset(bb.tmp, 0, bytes);
-	setup_pair(&s, &r);
-	/* sends read send (reduce-scatter) and recv (all-gather); receives land
-	 * in recv (all-gather) and tmp (reduce-scatter) */
-	OKR(n_regmr(s, bb.send, bytes, NCCL_PTR_HOST, &bb.s_send), "regMr");
-	if (g_bench_in_place)
-		bb.s_recv = bb.s_send;
-	else
-		OKR(n_regmr(s, bb.recv, bytes, NCCL_PTR_HOST, &bb.s_recv), "regMr");
-	OKR(n_regmr(r, bb.recv, bytes, NCCL_PTR_HOST, &bb.r_recv), "regMr");
-	OKR(n_regmr(r, bb.tmp, bytes, NCCL_PTR_HOST, &bb.r_tmp), "regMr");
 	/* chunk c = [c*half, (c+1)*half); rank k owns (reduces) chunk k */
 	bb.mine_at = (size_t)g_rank * half;
 	bb.other_at = (size_t)(1 - g_rank) * half;
 	bb.hbytes = half * 4;
-	size_t nunits = 2 * ((bb.hbytes + g_bench_slice - 1) / g_bench_slice);
+	bb.nch = nch;
+	size_t nunits = 0;
+
+	for (int c = 0; c < nch; c++) {
+		size_t off, len;
+
+		bench_part(bb.hbytes, nch, c, &off, &len);
+		nunits += 2 * bench_slices(len);
+	}
+	if (bench_uses_reducer_thread())
+		red_init(&g_red, nunits / 2);
+	memset(bb.tmp, 0, bytes);
+	for (int c = 0; c < nch; c++) {
+		setup_pair(&bb.s[c], &bb.r[c]);
+		/* sends read send (reduce-scatter) and recv (all-gather); receives
+		 * land in recv (all-gather) and tmp (reduce-scatter) */
+		OKR(n_regmr(bb.s[c], bb.send, bytes, NCCL_PTR_HOST, &bb.s_send[c]), "regMr");
+		if (g_bench_in_place)
+			bb.s_recv[c] = bb.s_send[c];
+		else
+			OKR(n_regmr(bb.s[c], bb.recv, bytes, NCCL_PTR_HOST, &bb.s_recv[c]), "regMr");
+		OKR(n_regmr(bb.r[c], bb.recv, bytes, NCCL_PTR_HOST, &bb.r_recv[c]), "regMr");
+		OKR(n_regmr(bb.r[c], bb.tmp, bytes, NCCL_PTR_HOST, &bb.r_tmp[c]), "regMr");
+	}
 	double *tl = g_bench_timeline ? calloc(3 * nunits, sizeof(double)) : NULL;
 
 	CHECK(!g_bench_timeline || tl, "bench: out of memory (timeline)");
@@ -1796,7 +1904,7 @@ static void bench_allreduce(void)
 			bb.recv[i] = bench_fill(g_rank, it, i);
 		barrier();
 		double t0 = now_s(), c0 = cpu_s(), a0 = thread_cpu_s(), b0 = sched_busy_s();
-		bench_allreduce_once(s, r, &bb, &st);
+		bench_allreduce_once(&bb, &st);
 		double dt = now_s() - t0, cpu = cpu_s() - c0, app = thread_cpu_s() - a0;
 		double b1 = sched_busy_s();
 		double busy = b0 >= 0 && b1 >= 0 ? b1 - b0 : -1;
@@ -1834,27 +1942,37 @@ static void bench_allreduce(void)
 		say("# bench iteration %d: %zu bytes in %.3f s, busbw %.3f GB/s (%.3f Gb/s), cpu: process "
 		    "%.3f s, this thread %.3f s (reducing %.3f s), machine busy %.3f s%s\n",
 		    it, bytes, dt, bw, bw * 8, cpu, app, st.reduce_s, busy, it < 0 ? " (warm-up)" : "");
-		for (int k = 0; tl && it >= 0 && k < 3; k++) {
-			const double *v = tl + (size_t)k * nunits;
-			size_t n = k == 2 ? nunits / 2 : nunits;
+		/* per channel: its units' send and receive times, its slices' reductions */
+		for (int c = 0, at = 0; tl && it >= 0 && c < nch; c++) {
+			size_t off, len, nu;
 
-			printf("# timeline rank%d %d %s ms:", g_rank, it,
-			       k == 0 ? "send" : k == 1 ? "recv" : "reduced");
-			for (size_t j = 0; j < n; j++)
-				printf(" %.1f", v[j]);
-			printf("\n");
+			bench_part(bb.hbytes, nch, c, &off, &len);
+			nu = 2 * bench_slices(len);
+			for (int k = 0; k < 3; k++) {
+				const double *v = tl + (size_t)k * nunits + (k == 2 ? at / 2 : at);
+				size_t n = k == 2 ? nu / 2 : nu;
+
+				printf("# timeline rank%d %d c%d %s ms:", g_rank, it, c,
+				       k == 0 ? "send" : k == 1 ? "recv" : "reduced");
+				for (size_t j = 0; j < n; j++)
+					printf(" %.1f", v[j]);
+				printf("\n");
+			}
+			at += (int)nu;
 		}
 		fflush(stdout);
 	}
 	free(tl);
 	barrier();
-	OKR(n_deregmr(s, bb.s_send), "deregMr");
-	if (!g_bench_in_place)
-		OKR(n_deregmr(s, bb.s_recv), "deregMr");
-	OKR(n_deregmr(r, bb.r_recv), "deregMr");
-	OKR(n_deregmr(r, bb.r_tmp), "deregMr");
-	OKR(n_closeSend(s), "closeSend");
-	OKR(n_closeRecv(r), "closeRecv");
+	for (int c = 0; c < nch; c++) {
+		OKR(n_deregmr(bb.s[c], bb.s_send[c]), "deregMr");
+		if (!g_bench_in_place)
+			OKR(n_deregmr(bb.s[c], bb.s_recv[c]), "deregMr");
+		OKR(n_deregmr(bb.r[c], bb.r_recv[c]), "deregMr");
+		OKR(n_deregmr(bb.r[c], bb.r_tmp[c]), "deregMr");
+		OKR(n_closeSend(bb.s[c]), "closeSend");
+		OKR(n_closeRecv(bb.r[c]), "closeRecv");
+	}
 	if (!g_bench_in_place)
 		free(bb.recv);
 	free(bb.send);
@@ -1862,10 +1980,10 @@ static void bench_allreduce(void)
 	if (bench_uses_reducer_thread())
 		red_fini(&g_red);
 	say("# bench {\"op\":\"%s\",\"in_place\":%s,\"dtype\":\"int32\",\"nranks\":2,\"bytes\":%zu,"
-	    "\"iters\":%d,\"slice\":%zu,\"steps\":%d,\"reducer\":\"%s\",\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
+	    "\"iters\":%d,\"slice\":%zu,\"steps\":%d,\"channels\":%d,\"reducer\":\"%s\",\"api\":%d,\"busbw_avg_gbps\":%.3f,\"busbw_best_gbps\":%.3f,"
 	    "\"cpu_s_avg\":%.4f,\"app_cpu_s_avg\":%.4f,\"reduce_s_avg\":%.4f,\"busy_s_avg\":%.4f}\n",
 	    g_bench_noop ? "allreduce-noop" : "allreduce", g_bench_in_place ? "true" : "false",
-	    bytes, g_bench_iters, g_bench_slice, g_bench_steps,
+	    bytes, g_bench_iters, g_bench_slice, g_bench_steps, nch,
 	    g_bench_reducer_thread ? "thread" : "inline", g_api,
 	    sum / g_bench_iters * 8, best * 8,
 	    cpu_sum / g_bench_iters, app_sum / g_bench_iters, red_sum / g_bench_iters,
@@ -2027,6 +2145,9 @@ int main(int argc, char **argv)
 			g_bench_noop = !strcmp(v, "none"), i++;
 		else if (!strcmp(a, "--steps") && v && atoi(v) >= 1 && atoi(v) <= BENCH_STEPS_MAX)
 			g_bench_steps = atoi(v), i++;
+		else if (!strcmp(a, "--channels") && v && atoi(v) >= 1 &&
+			 atoi(v) <= BENCH_CHANNELS_MAX)
+			g_bench_channels = atoi(v), i++;
 		else if (!strcmp(a, "--reducer") && v && (!strcmp(v, "inline") || !strcmp(v, "thread")))
 			g_bench_reducer_thread = !strcmp(v, "thread"), i++;
 		else if (!strcmp(a, "--timeline"))
