@@ -69,7 +69,7 @@
 #define DEFAULT_CHUNK (256u << 10)
 #define DEFAULT_NTX 16
 #define DEFAULT_NRX 32
-#define DEFAULT_TEST_WAIT_US 200
+#define DEFAULT_TEST_WAIT_US 1000
 #define KTAB 512 /* keyed receives / zero-copy sends in flight per device */
 #define KC_RX (1ull << 40) /* library cookie: keyed receive, table slot below */
 #define KC_TX (1ull << 41) /* library cookie: zero-copy send */
@@ -410,6 +410,39 @@ static bool g_inited;
 static uint64_t g_instance;
 static uint32_t g_port = DEFAULT_PORT;
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
+
+/*
+ * Completion batches processed by any device's progress thread. A test()
+ * that found nothing new waits for the next one of *any* device: NCCL's
+ * proxy thread tests the requests of every device in one loop (a ring over
+ * several peers sends on one device and receives on another), so progress
+ * anywhere must end the wait.
+ */
+static uint64_t g_prog_gen;
+static pthread_mutex_t g_wait_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_wait_cv;
+static int g_waiters;
+static pthread_once_t g_wait_once = PTHREAD_ONCE_INIT;
+
+static void wait_cv_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g_wait_cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* a progress thread processed a batch: wake the test() callers waiting */
+static void progress_notify(void)
+{
+	__atomic_fetch_add(&g_prog_gen, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&g_wait_mu);
+	if (g_waiters)
+		pthread_cond_broadcast(&g_wait_cv);
+	pthread_mutex_unlock(&g_wait_mu);
+}
 
 /* ------------------------------------------------------------------ */
 /* helpers */
@@ -992,6 +1025,8 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 			pthread_cond_broadcast(&d->cv);
 	}
 	pthread_mutex_unlock(&d->mu);
+	if (n > 0 || d->dead)
+		progress_notify();
 	return n > 0 ? n : 0;
 }
 
@@ -1892,24 +1927,37 @@ static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, 
  * caller otherwise takes the CPU the progress thread, the driver and, under
  * emulation, the device model need. Caller holds d->mu.
  */
+/*
+ * d->mu held (dropped while waiting). The first test() of a request after
+ * the device processed something returns at once; a repeated one waits at
+ * most ODL_TB5_RCCL_TEST_WAIT_US for the next completion batch of any
+ * device (g_prog_gen), or for this request to finish.
+ */
 static void test_wait(struct odlp_dev *d, struct odlp_req *r)
 {
 	struct timespec ts;
-	uint64_t gen = d->gen;
+	uint64_t gen = d->gen, g0;
 
 	if (r->seen_gen != gen || !g_test_wait_us || !d->thr_started || d->dead) {
 		r->seen_gen = gen;
 		return;
 	}
+	pthread_once(&g_wait_once, wait_cv_init);
+	g0 = __atomic_load_n(&g_prog_gen, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&d->mu);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += g_test_wait_us * 1000;
 	ts.tv_sec += ts.tv_nsec / 1000000000;
 	ts.tv_nsec %= 1000000000;
-	d->waiters++;
-	while (d->gen == gen && !r->done && !d->dead)
-		if (pthread_cond_timedwait(&d->cv, &d->mu, &ts) != 0)
+	pthread_mutex_lock(&g_wait_mu);
+	g_waiters++;
+	while (__atomic_load_n(&g_prog_gen, __ATOMIC_ACQUIRE) == g0 &&
+	       !__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+		if (pthread_cond_timedwait(&g_wait_cv, &g_wait_mu, &ts) != 0)
 			break;
-	d->waiters--;
+	g_waiters--;
+	pthread_mutex_unlock(&g_wait_mu);
+	pthread_mutex_lock(&d->mu);
 	r->seen_gen = d->gen;
 }
 
