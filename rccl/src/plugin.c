@@ -396,11 +396,9 @@ struct odlp_dev {
 	pthread_t thr;
 	bool thr_started;
 	volatile int stop;
-	/* completion batches processed (under mu); test() callers that found
-	 * nothing new wait on cv for the next one (see core_test) */
+	/* completion batches processed (under mu): a test() that saw no new
+	 * one since its last test of a request waits (test_wait) */
 	uint64_t gen;
-	int waiters;
-	pthread_cond_t cv;
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -688,8 +686,8 @@ static void tx_pump_slots(struct odlp_dev *d)
 		if (r->sent == r->ssize) {
 			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
 			STAT_ADD(tx_msgs, 1);
-			if (d->waiters)
-				pthread_cond_broadcast(&d->cv);
+			/* may happen in an API call: end a test() waiting for it */
+			progress_notify();
 		} else {
 			job_push(d, r);
 		}
@@ -953,8 +951,6 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp)
 		STAT_ADD(tx_msgs, 1);
 		STAT_ADD(zc_tx_bytes, r->ssize);
 		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
-		if (d->waiters)
-			pthread_cond_broadcast(&d->cv);
 		return;
 	}
 	r = d->krx[slot].r;
@@ -1019,11 +1015,8 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 		}
 	}
 	tx_pump(d);
-	if (n > 0 || d->dead) {
+	if (n > 0 || d->dead)
 		d->gen++;
-		if (d->waiters)
-			pthread_cond_broadcast(&d->cv);
-	}
 	pthread_mutex_unlock(&d->mu);
 	if (n > 0 || d->dead)
 		progress_notify();
@@ -1167,14 +1160,6 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	}
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_mutex_init(&d->poll_mu, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&d->cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 	d->next_id = 1;
 	d->next_key = 1;
 	d->zc = env_long("ODL_TB5_RCCL_ZEROCOPY", 1, 0, 1) != 0;
@@ -1278,7 +1263,6 @@ static void dev_teardown(struct odlp_dev *d)
 	d->tx_free = NULL;
 	pthread_mutex_destroy(&d->mu);
 	pthread_mutex_destroy(&d->poll_mu);
-	pthread_cond_destroy(&d->cv);
 }
 
 __attribute__((destructor)) static void plugin_fini(void)
@@ -1920,18 +1904,13 @@ static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, 
 }
 
 /*
- * A caller that tests an unfinished request again although the device has
+ * A caller that tests an unfinished request again although its device has
  * processed no completion since its previous test of it would only spin:
- * wait (at most ODL_TB5_RCCL_TEST_WAIT_US) for the progress thread's next
- * batch instead. On a machine with few CPUs (the 1-vCPU guests) the spinning
- * caller otherwise takes the CPU the progress thread, the driver and, under
- * emulation, the device model need. Caller holds d->mu.
- */
-/*
- * d->mu held (dropped while waiting). The first test() of a request after
- * the device processed something returns at once; a repeated one waits at
- * most ODL_TB5_RCCL_TEST_WAIT_US for the next completion batch of any
- * device (g_prog_gen), or for this request to finish.
+ * wait (at most ODL_TB5_RCCL_TEST_WAIT_US) for the next completion batch of
+ * any device (g_prog_gen) or for this request to finish instead. On a
+ * machine with few CPUs (the 1-vCPU guests) the spinning caller otherwise
+ * takes the CPU the progress thread, the driver and, under emulation, the
+ * device model need. Caller holds d->mu (dropped while waiting).
  */
 static void test_wait(struct odlp_dev *d, struct odlp_req *r)
 {
