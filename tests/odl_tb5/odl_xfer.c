@@ -205,15 +205,21 @@ static void data_setup(int fd, uint64_t bufsize, uint32_t dir)
 		dmabuf_setup(fd, bufsize, dir);
 }
 
-static void chan_open(struct chan *c, uint64_t bufsize)
+/* open, set up tx + rx driver buffers (count 0: the driver's default of 2),
+ * map them and bind the port
+ */
+static void chan_open_bufs(struct chan *c, uint32_t tx, uint64_t tx_size, uint32_t rx,
+			   uint64_t rx_size)
 {
 	struct odl_tb5_bind b = { .size = sizeof(b), .port = port };
 
 	c->fd = open_dev();
 	memset(&c->bs, 0, sizeof(c->bs));
 	c->bs.size = sizeof(c->bs);
-	c->bs.tx_buf_size = bufsize;
-	c->bs.rx_buf_size = bufsize;
+	c->bs.tx_count = tx;
+	c->bs.rx_count = rx;
+	c->bs.tx_buf_size = tx_size;
+	c->bs.rx_buf_size = rx_size;
 	if (ioctl(c->fd, ODL_TB5_IOC_BUF_SETUP, &c->bs))
 		die("BUF_SETUP");
 	c->base = mmap(NULL, c->bs.mmap_len, PROT_READ | PROT_WRITE,
@@ -222,6 +228,11 @@ static void chan_open(struct chan *c, uint64_t bufsize)
 		die("mmap");
 	if (ioctl(c->fd, ODL_TB5_IOC_BIND, &b))
 		die("BIND");
+}
+
+static void chan_open(struct chan *c, uint64_t bufsize)
+{
+	chan_open_bufs(c, 0, bufsize, 0, bufsize);
 }
 
 static uint8_t *buf_ptr(struct chan *c, uint32_t id)
@@ -618,27 +629,6 @@ static uint64_t urg_off(int k)
 	return k < URG_NBIG ? 0 : URG_BIG - 4096ull * (uint64_t)(URG_N - k);
 }
 
-static void urg_chan(struct chan *c, uint32_t tx, uint64_t tx_size, uint32_t rx,
-		     uint64_t rx_size)
-{
-	struct odl_tb5_bind b = { .size = sizeof(b), .port = port };
-
-	c->fd = open_dev();
-	memset(&c->bs, 0, sizeof(c->bs));
-	c->bs.size = sizeof(c->bs);
-	c->bs.tx_count = tx;
-	c->bs.rx_count = rx;
-	c->bs.tx_buf_size = tx_size;
-	c->bs.rx_buf_size = rx_size;
-	if (ioctl(c->fd, ODL_TB5_IOC_BUF_SETUP, &c->bs))
-		die("BUF_SETUP");
-	c->base = mmap(NULL, c->bs.mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
-	if (c->base == MAP_FAILED)
-		die("mmap");
-	if (ioctl(c->fd, ODL_TB5_IOC_BIND, &b))
-		die("BIND");
-}
-
 static int cmd_urecv(void)
 {
 	int pos[URG_N], got[URG_N], bad = 0, i, k, waited = 0;
@@ -648,7 +638,7 @@ static int cmd_urecv(void)
 		fprintf(stderr, "urecv: -g GOFILE missing\n");
 		return 2;
 	}
-	urg_chan(&c, 1, 4096, URG_N, URG_BIG);
+	chan_open_bufs(&c, 1, 4096, URG_N, URG_BIG);
 	printf("ready\n");
 	fflush(stdout);
 	while (access(go_file, F_OK)) {
@@ -701,7 +691,7 @@ static int cmd_usend(void)
 	struct chan c;
 	int k, done = 0;
 
-	urg_chan(&c, URG_NBIG, URG_BIG, 1, 4096);
+	chan_open_bufs(&c, URG_NBIG, URG_BIG, 1, 4096);
 	for (k = 0; k < URG_N; k++)
 		fill(buf_ptr(&c, urg_buf(k)) + urg_off(k), urg_len(k), (uint32_t)k);
 	for (k = 0; k < URG_N; k++)
