@@ -1638,6 +1638,10 @@ struct bench_bufs {
 	void *s_send[BENCH_CHANNELS_MAX], *s_recv[BENCH_CHANNELS_MAX]; /* send comm's */
 	void *r_recv[BENCH_CHANNELS_MAX], *r_tmp[BENCH_CHANNELS_MAX];  /* recv comm's */
 	size_t mine_at, other_at, hbytes;
+	/* channel c's part of each chunk, [off, off + len), in ns slices
+	 * (bench_layout); nunits: slices of both phases, all channels */
+	size_t off[BENCH_CHANNELS_MAX], len[BENCH_CHANNELS_MAX], ns[BENCH_CHANNELS_MAX];
+	size_t nunits;
 };
 
 /* one channel of an all-reduce: its part of each chunk, cut in slices */
@@ -1650,19 +1654,19 @@ struct bench_chan {
 	double *t_send, *t_recv, *t_red; /* --timeline, or NULL */
 };
 
-/* channel c's part of a chunk of hbytes: equal parts of whole int32s, the
- * last one takes the rest */
-static void bench_part(size_t hbytes, int nch, int c, size_t *off, size_t *len)
+/* the channels' parts of a chunk of bb->hbytes: equal parts of whole
+ * int32s, the last one takes the rest; each cut in g_bench_slice slices */
+static void bench_layout(struct bench_bufs *bb)
 {
-	size_t part = hbytes / (size_t)nch / 4 * 4;
+	size_t part = bb->hbytes / (size_t)bb->nch / 4 * 4;
 
-	*off = (size_t)c * part;
-	*len = c == nch - 1 ? hbytes - *off : part;
-}
-
-static size_t bench_slices(size_t len)
-{
-	return (len + g_bench_slice - 1) / g_bench_slice;
+	bb->nunits = 0;
+	for (int c = 0; c < bb->nch; c++) {
+		bb->off[c] = (size_t)c * part;
+		bb->len[c] = c == bb->nch - 1 ? bb->hbytes - bb->off[c] : part;
+		bb->ns[c] = (bb->len[c] + g_bench_slice - 1) / g_bench_slice;
+		bb->nunits += 2 * bb->ns[c];
+	}
 }
 
 /*
@@ -1702,8 +1706,9 @@ static void bench_allreduce_once(const struct bench_bufs *bb, struct bench_it *s
 		struct bench_chan *k = &ch[c];
 
 		memset(k, 0, sizeof(*k));
-		bench_part(bb->hbytes, bb->nch, c, &k->off, &k->hbytes);
-		k->ns = bench_slices(k->hbytes);
+		k->off = bb->off[c];
+		k->hbytes = bb->len[c];
+		k->ns = bb->ns[c];
 		k->nu = 2 * k->ns;
 		left += 2 * k->nu; /* its sends and receives */
 		if (st->t_send) {
@@ -1859,14 +1864,9 @@ static void bench_allreduce(void)
 	bb.other_at = (size_t)(1 - g_rank) * half;
 	bb.hbytes = half * 4;
 	bb.nch = nch;
-	size_t nunits = 0;
+	bench_layout(&bb);
+	size_t nunits = bb.nunits;
 
-	for (int c = 0; c < nch; c++) {
-		size_t off, len;
-
-		bench_part(bb.hbytes, nch, c, &off, &len);
-		nunits += 2 * bench_slices(len);
-	}
 	if (bench_uses_reducer_thread())
 		red_init(&g_red, nunits / 2);
 	memset(bb.tmp, 0, bytes);
@@ -1944,10 +1944,8 @@ static void bench_allreduce(void)
 		    it, bytes, dt, bw, bw * 8, cpu, app, st.reduce_s, busy, it < 0 ? " (warm-up)" : "");
 		/* per channel: its units' send and receive times, its slices' reductions */
 		for (int c = 0, at = 0; tl && it >= 0 && c < nch; c++) {
-			size_t off, len, nu;
+			size_t nu = 2 * bb.ns[c];
 
-			bench_part(bb.hbytes, nch, c, &off, &len);
-			nu = 2 * bench_slices(len);
 			for (int k = 0; k < 3; k++) {
 				const double *v = tl + (size_t)k * nunits + (k == 2 ? at / 2 : at);
 				size_t n = k == 2 ? nu / 2 : nu;
