@@ -69,8 +69,11 @@ struct odl_tb5_rccl_stats {
 	/* in place of a reserved word; 0 from older plugins */
 	uint64_t cts_urgent;	/* clear-to-send messages sent urgent (ahead of
 				 * the bulk data queued on that side) */
+	/* in place of a reserved word; 0 from older plugins */
+	uint64_t idle_wakeups;	/* a progress thread's wait for completions
+				 * ended with none (ODL_TB5_RCCL_POLL_MS passed) */
 
-	uint64_t reserved[11];
+	uint64_t reserved[10];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -70,6 +70,7 @@
 #define DEFAULT_NTX 16
 #define DEFAULT_NRX 32
 #define DEFAULT_TEST_WAIT_US 1000
+#define DEFAULT_POLL_MS 20
 #define KTAB 512 /* keyed receives / zero-copy sends in flight per device */
 #define KC_RX (1ull << 40) /* library cookie: keyed receive, table slot below */
 #define KC_TX (1ull << 41) /* library cookie: zero-copy send */
@@ -408,6 +409,7 @@ static bool g_inited;
 static uint64_t g_instance;
 static uint32_t g_port = DEFAULT_PORT;
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
+static long g_poll_ms = DEFAULT_POLL_MS;
 
 /*
  * Completion batches processed by any device's progress thread. A test()
@@ -1040,13 +1042,14 @@ static void *progress_thread(void *arg)
 		int n;
 
 		pthread_mutex_lock(&d->poll_mu);
-		n = d->dead ? 0 : dev_progress(d, 1);
+		n = d->dead ? 0 : dev_progress(d, (int)g_poll_ms);
 		pthread_mutex_unlock(&d->poll_mu);
 		if (d->dead) {
 			struct timespec ts = { 0, 2000000 };
 
 			nanosleep(&ts, NULL);
 		} else if (n == 0) {
+			STAT_ADD(idle_wakeups, 1);
 			sched_yield();
 		}
 	}
@@ -1290,6 +1293,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	g_instance = rnd64();
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", DEFAULT_PORT, 1, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
+	g_poll_ms = env_long("ODL_TB5_RCCL_POLL_MS", DEFAULT_POLL_MS, 1, 1000);
 	specs[0] = 0;
 	if ((e = getenv("ODL_TB5_RCCL_DEVICES")) && *e)
 		snprintf(specs, sizeof(specs), "%s", e);

@@ -60,6 +60,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -69,6 +72,7 @@
 #endif
 
 #include "odl_nccl_net.h"
+#include "odl_tb5_rccl_stats.h"
 
 /* ------------------------------------------------------------------ */
 /* reporting */
@@ -785,6 +789,77 @@ static void xfer_both(void *s, void *r, struct area *sa, struct area *ra, const 
 		CHECK(verify(ra->p + roffs[i], sz[i], seed + (uint32_t)i + 1000u * (uint32_t)(1 - g_rank)),
 		      "recv %d (%zu bytes): data mismatch", i, sz[i]);
 	}
+}
+
+/*
+ * The statistics file the plugin publishes to (read only), or NULL when
+ * publication is off or the file is not there or not one of ours.
+ */
+static const struct odl_tb5_rccl_stats *stats_map(void)
+{
+	const char *path = getenv(ODL_TB5_RCCL_STATS_ENV);
+	const struct odl_tb5_rccl_stats *st;
+	int fd;
+
+	if (!path)
+		path = ODL_TB5_RCCL_STATS_PATH;
+	if (!*path || !strcmp(path, "off"))
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	st = mmap(NULL, sizeof(*st), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (st == MAP_FAILED)
+		return NULL;
+	if (__atomic_load_n(&st->magic, __ATOMIC_ACQUIRE) != ODL_TB5_RCCL_STATS_MAGIC ||
+	    st->version != ODL_TB5_RCCL_STATS_VERSION ||
+	    st->size < offsetof(struct odl_tb5_rccl_stats, idle_wakeups) + sizeof(uint64_t)) {
+		munmap((void *)st, sizeof(*st));
+		return NULL;
+	}
+	return st;
+}
+
+/*
+ * Connected and idle: the progress threads wait for completions in
+ * ODL_TB5_RCCL_POLL_MS (default 20 ms) steps, not in a tight loop. Over
+ * IDLE_WINDOW_MS both ranks do nothing; the plugin's idle_wakeups counter
+ * (shared by both ranks when they run on one host) must have moved, and by
+ * no more than two processes waking once per period allow (with margin).
+ * With a 1 ms period it moves by ~2 x the window in ms.
+ */
+#define IDLE_WINDOW_MS 600
+static void t_idle(void)
+{
+	const struct odl_tb5_rccl_stats *st = stats_map();
+	const char *e = getenv("ODL_TB5_RCCL_POLL_MS");
+	long poll_ms = e && atol(e) >= 1 ? atol(e) : 20;
+	uint64_t v0, v1, limit = 2 * (uint64_t)(IDLE_WINDOW_MS * 3 / 2 / poll_ms + 5);
+
+	const char *path = getenv(ODL_TB5_RCCL_STATS_ENV);
+
+	barrier();
+	/* a file named in the environment must be there; the default one is
+	 * best effort (a non-writable /run/odl_tb5 disables it) */
+	CHECK(st || !path || !*path || !strcmp(path, "off"),
+	      "idle: statistics file %s not published", path ? path : "");
+	if (!st) {
+		say("# idle wakeups: the plugin publishes no statistics here, not checked\n");
+		barrier();
+		return;
+	}
+	v0 = __atomic_load_n(&st->idle_wakeups, __ATOMIC_RELAXED);
+	sleep_ms(IDLE_WINDOW_MS);
+	v1 = __atomic_load_n(&st->idle_wakeups, __ATOMIC_RELAXED);
+	munmap((void *)st, sizeof(*st));
+	barrier();
+	say("# idle wakeups in %d ms: %llu (poll period %ld ms, at most %llu)\n", IDLE_WINDOW_MS,
+	    (unsigned long long)(v1 - v0), poll_ms, (unsigned long long)limit);
+	CHECK(v1 > v0, "idle: no progress-thread wakeup counted in %d ms", IDLE_WINDOW_MS);
+	CHECK(v1 - v0 <= limit, "idle: %llu progress-thread wakeups in %d ms (at most %llu)",
+	      (unsigned long long)(v1 - v0), IDLE_WINDOW_MS, (unsigned long long)limit);
+	pass("idle: progress threads wake once per poll period, not in a tight loop");
 }
 
 static void t_sizes(void *s, void *r)
@@ -2009,7 +2084,7 @@ static void run_rank(int want_api)
 	t_handshake();
 	void *s, *r;
 	setup_pair(&s, &r);
-	barrier();
+	t_idle();
 	t_sizes(s, r);
 	barrier();
 	t_grouped(s, r);

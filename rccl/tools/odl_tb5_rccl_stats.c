@@ -81,6 +81,7 @@ int main(int argc, char **argv)
 		{ "err_link", LD(err_link) }, { "zc_tx_bytes", LD(zc_tx_bytes) },
 		{ "zc_rx_bytes", LD(zc_rx_bytes) }, { "zc_regs", LD(zc_regs) },
 		{ "zc_fallbacks", LD(zc_fallbacks) }, { "cts_urgent", LD(cts_urgent) },
+		{ "idle_wakeups", LD(idle_wakeups) },
 	};
 	if (json) {
 		printf("{\"path\": \"%s\", \"version\": %u, \"uptime_s\": %.3f", path, s->version, uptime);
