@@ -19,11 +19,30 @@
 #define ODL_TB5_RCCL_STATS_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define ODL_TB5_RCCL_STATS_PATH "/run/odl_tb5/rccl_stats"
 #define ODL_TB5_RCCL_STATS_ENV "ODL_TB5_RCCL_STATS"
 #define ODL_TB5_RCCL_STATS_MAGIC 0x53545452354c444fULL /* "ODL5RTTS" little-endian */
 #define ODL_TB5_RCCL_STATS_VERSION 1u
+
+/* idle_wakeups counts the waits of this length (ms) that ended with no
+ * completion: the variable, its default and its accepted range */
+#define ODL_TB5_RCCL_POLL_MS_ENV "ODL_TB5_RCCL_POLL_MS"
+#define ODL_TB5_RCCL_POLL_MS_DEFAULT 20
+#define ODL_TB5_RCCL_POLL_MS_MAX 1000
+
+/* the file a plugin in this environment publishes to, or NULL: publication
+ * turned off (an empty value or "off") */
+static inline const char *odl_tb5_rccl_stats_path(void)
+{
+	const char *path = getenv(ODL_TB5_RCCL_STATS_ENV);
+
+	if (!path)
+		return ODL_TB5_RCCL_STATS_PATH;
+	return *path && strcmp(path, "off") != 0 ? path : NULL;
+}
 
 struct odl_tb5_rccl_stats {
 	uint64_t magic;		 /* ODL_TB5_RCCL_STATS_MAGIC, written last at creation */

@@ -70,7 +70,6 @@
 #define DEFAULT_NTX 16
 #define DEFAULT_NRX 32
 #define DEFAULT_TEST_WAIT_US 1000
-#define DEFAULT_POLL_MS 20
 #define KTAB 512 /* keyed receives / zero-copy sends in flight per device */
 #define KC_RX (1ull << 40) /* library cookie: keyed receive, table slot below */
 #define KC_TX (1ull << 41) /* library cookie: zero-copy send */
@@ -158,16 +157,12 @@ static void mkdir_p(const char *path)
 
 static void stats_open(void)
 {
-	const char *path = getenv(ODL_TB5_RCCL_STATS_ENV);
+	const char *path = odl_tb5_rccl_stats_path();
 	struct odl_tb5_rccl_stats *s;
 	struct stat st;
 	int fd;
 
-	if (g_stats_mapped)
-		return;
-	if (!path)
-		path = ODL_TB5_RCCL_STATS_PATH;
-	if (!*path || strcmp(path, "off") == 0)
+	if (g_stats_mapped || !path)
 		return;
 	mkdir_p(path);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -409,7 +404,7 @@ static bool g_inited;
 static uint64_t g_instance;
 static uint32_t g_port = DEFAULT_PORT;
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
-static long g_poll_ms = DEFAULT_POLL_MS;
+static long g_poll_ms = ODL_TB5_RCCL_POLL_MS_DEFAULT;
 
 /*
  * Completion batches processed by any device's progress thread. A test()
@@ -1293,7 +1288,8 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	g_instance = rnd64();
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", DEFAULT_PORT, 1, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
-	g_poll_ms = env_long("ODL_TB5_RCCL_POLL_MS", DEFAULT_POLL_MS, 1, 1000);
+	g_poll_ms = env_long(ODL_TB5_RCCL_POLL_MS_ENV, ODL_TB5_RCCL_POLL_MS_DEFAULT, 1,
+			     ODL_TB5_RCCL_POLL_MS_MAX);
 	specs[0] = 0;
 	if ((e = getenv("ODL_TB5_RCCL_DEVICES")) && *e)
 		snprintf(specs, sizeof(specs), "%s", e);

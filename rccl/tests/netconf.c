@@ -48,6 +48,7 @@
 #include <dlfcn.h>
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -56,12 +57,11 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <stddef.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -791,21 +791,13 @@ static void xfer_both(void *s, void *r, struct area *sa, struct area *ra, const 
 	}
 }
 
-/*
- * The statistics file the plugin publishes to (read only), or NULL when
- * publication is off or the file is not there or not one of ours.
- */
-static const struct odl_tb5_rccl_stats *stats_map(void)
+/* the statistics file at path (read only), or NULL: not there or not one
+ * of ours */
+static const struct odl_tb5_rccl_stats *stats_map(const char *path)
 {
-	const char *path = getenv(ODL_TB5_RCCL_STATS_ENV);
 	const struct odl_tb5_rccl_stats *st;
-	int fd;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (!path)
-		path = ODL_TB5_RCCL_STATS_PATH;
-	if (!*path || !strcmp(path, "off"))
-		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	st = mmap(NULL, sizeof(*st), PROT_READ, MAP_SHARED, fd, 0);
@@ -821,6 +813,20 @@ static const struct odl_tb5_rccl_stats *stats_map(void)
 	return st;
 }
 
+/* the plugin's poll period: its variable, read by the plugin's rule (a
+ * whole number in range, else the default) */
+static long poll_period_ms(void)
+{
+	const char *e = getenv(ODL_TB5_RCCL_POLL_MS_ENV);
+	char *end;
+	long v;
+
+	if (!e || !*e)
+		return ODL_TB5_RCCL_POLL_MS_DEFAULT;
+	v = strtol(e, &end, 0);
+	return *end || v < 1 || v > ODL_TB5_RCCL_POLL_MS_MAX ? ODL_TB5_RCCL_POLL_MS_DEFAULT : v;
+}
+
 /*
  * Connected and idle: the progress threads wait for completions in
  * ODL_TB5_RCCL_POLL_MS (default 20 ms) steps, not in a tight loop. Over
@@ -832,18 +838,16 @@ static const struct odl_tb5_rccl_stats *stats_map(void)
 #define IDLE_WINDOW_MS 600
 static void t_idle(void)
 {
-	const struct odl_tb5_rccl_stats *st = stats_map();
-	const char *e = getenv("ODL_TB5_RCCL_POLL_MS");
-	long poll_ms = e && atol(e) >= 1 ? atol(e) : 20;
+	const char *path = odl_tb5_rccl_stats_path();
+	const struct odl_tb5_rccl_stats *st = path ? stats_map(path) : NULL;
+	long poll_ms = poll_period_ms();
 	uint64_t v0, v1, limit = 2 * (uint64_t)(IDLE_WINDOW_MS * 3 / 2 / poll_ms + 5);
-
-	const char *path = getenv(ODL_TB5_RCCL_STATS_ENV);
 
 	barrier();
 	/* a file named in the environment must be there; the default one is
 	 * best effort (a non-writable /run/odl_tb5 disables it) */
-	CHECK(st || !path || !*path || !strcmp(path, "off"),
-	      "idle: statistics file %s not published", path ? path : "");
+	CHECK(st || !path || !getenv(ODL_TB5_RCCL_STATS_ENV),
+	      "idle: statistics file %s not published", path);
 	if (!st) {
 		say("# idle wakeups: the plugin publishes no statistics here, not checked\n");
 		barrier();
