@@ -114,8 +114,8 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 
 # Two ranks (two processes) over the shm backend, v7 then v10 tables (the v10
 # run with test() never waiting for the progress thread: pure polling, with
-# zero copy off: every message staged, and CTS not urgent). The statistics
-# show both paths.
+# zero copy off: every message staged, CTS not urgent, and NCCL_PTR_DMABUF
+# advertised (ODL_TB5_RCCL_DMABUF=1)). The statistics show both paths.
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@rm -rf $(dir $(RCCL_TEST_STATS)) && mkdir -p $(dir $(RCCL_TEST_STATS))
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
@@ -126,7 +126,7 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	  print("ok - zero copy: %d of %d bytes moved without a staging copy; %d CTS sent urgent" % (s["zc_tx_bytes"], s["tx_bytes"], s["cts_urgent"])); \
 	  open("$(RCCL_TEST_STATS).zc", "w").write("%d %d" % (s["zc_tx_bytes"], s["cts_urgent"]))'
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) ODL_TB5_RCCL_TEST_WAIT_US=0 \
-	  ODL_TB5_RCCL_ZEROCOPY=0 ODL_TB5_RCCL_URGENT_CTS=0 \
+	  ODL_TB5_RCCL_ZEROCOPY=0 ODL_TB5_RCCL_URGENT_CTS=0 ODL_TB5_RCCL_DMABUF=1 \
 	  $(RCCL_NETCONF) --api 10 --flavour nccl --max-size 16777216 --timeout $(RCCL_TIMEOUT)
 	$(RCCL_STATS) $(RCCL_TEST_STATS)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \

@@ -8,7 +8,9 @@
 # the library's message size go zero copy: keyed receives straight into the
 # receiver's buffer from the sender's pinned one; the rest, and unregistered
 # buffers, in 256 KiB staged chunks), grouped receives n = 1..8, saturation,
-# truncation, 4 comms from 4 threads, close orders, then a ring all-reduce and
+# truncation, regMrDmaBuf with DMA-bufs of the test exporter (odl_dmabuf_exp.ko:
+# zero copy through the driver's import, staged through the plugin's mapping,
+# NCCL_PTR_DMABUF advertised), 4 comms from 4 threads, close orders, then a ring all-reduce and
 # an all-gather with verified results. Then the statistics files of both sides
 # must agree (a's TX bytes = b's RX bytes and vice versa, also for the bytes
 # that went zero copy, which must be a good part), the benchmark's pipelined
@@ -32,21 +34,25 @@ NETCONF=$RCCL_BUILD/netconf.static
 STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
 API=${NET_PLUGIN_API:-}
 MAX=${NET_PLUGIN_MAX:-67108864}
-tap_plan 24
+tap_plan 25
 tap_timeout 1100
 TAP_EXEC_TIMEOUT=900
 odl_need_build
 [ -x "$NETCONF" ] && [ -x "$STATS" ] ||
 	bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
+EXP_KO=$ODL_BUILD_DRIVER/odl_dmabuf_exp.ko
+[ -f "$EXP_KO" ] || bail_out "build/driver/odl_dmabuf_exp.ko missing: run 'make driver'"
 
 # the CPU model bench/rccl.sh uses (AVX2, which the benchmark's reduction
 # takes; ERMS and 5-level paging off)
+load_modules() { odl_load "$1" && vm "$1" insmod /tmp/odl_dmabuf_exp.ko; }
 pair_up --virtio-net --mem 1024 --cpu "$BENCH_CPU_MODEL"
 for v in a b; do
 	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null &&
-		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null ||
+		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null &&
+		"$VMPAIR" put $v "$EXP_KO" /tmp/odl_dmabuf_exp.ko >/dev/null ||
 		bail_out "cannot copy the driver and the harness into $v"
-	check "odl_tb5 loads on $v" odl_load $v
+	check "odl_tb5 and the DMA-buf test exporter load on $v" load_modules $v
 done
 if odl_wait_connected a 90 && odl_wait_connected b 90; then
 	ok "both logged in (state connected)"
@@ -64,7 +70,7 @@ else
 	not_ok "out-of-band path (virtio-net 198.51.100.0/24) up" "$(va ip addr 2>&1)"
 fi
 
-env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78"
+env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78 ODL_TB5_RCCL_DMABUF=1"
 # ranks OUT PORT LIMIT ARGS: rank 0 on a and rank 1 on b, both in the
 # background, each writing its exit status last to /tmp/OUT; waits up to LIMIT
 # seconds for both and leaves their output in $outa / $outb
@@ -78,7 +84,7 @@ ranks() {
 }
 
 t0=$SECONDS
-ranks nc.out 29500 900 "${API:+--api $API} --max-size $MAX --deadline 120 --call-bound 2"
+ranks nc.out 29500 900 "${API:+--api $API} --max-size $MAX --deadline 120 --call-bound 2 --dmabuf"
 secs=$((SECONDS - t0))
 conf_a=$outa
 for v in a b; do
@@ -87,7 +93,7 @@ for v in a b; do
 		printf '%s\n' "$out" | grep -q "rank$r: all tests passed" &&
 		! printf '%s\n' "$out" | grep -q '^not ok'; then
 		ok "$v: rank $r conformance sequence passed over odl_tb5 (${secs}s)" \
-			"$(printf '%s\n' "$out" | grep -E '^# (loaded|dev |all-reduce)')"
+			"$(printf '%s\n' "$out" | grep -E '^# (loaded|dev |all-reduce|DMA-buf)')"
 	else
 		not_ok "$v: rank $r conformance sequence passed over odl_tb5" \
 			"$(printf '%s\n' "$out" | tail -n 60)"
@@ -113,6 +119,7 @@ step "isend/irecv sizes 0 B \\.\\. $MAX B" "sizes 0 B .. $MAX B both ways at onc
 step 'grouped receives n = 1..8' "grouped receives n = 1..8 with tags"
 step 'saturation' "saturation to the request limits, NULL requests, all verified"
 step 'receive smaller than send' "truncation fails one message only; iflush; regMr type check"
+step 'regMrDmaBuf: ' "regMrDmaBuf: DMA-buf regions zero copy through the driver's import and staged, NCCL's addresses untouched"
 step '4 comm pairs' "4 comm pairs per direction from 4 threads"
 step 'ring all-reduce' "ring all-reduce (sum) across the VMs, verified"
 step 'ring all-gather' "ring all-gather across the VMs, verified"

@@ -91,8 +91,12 @@ struct odl_tb5_rccl_stats {
 	/* in place of a reserved word; 0 from older plugins */
 	uint64_t idle_wakeups;	/* a progress thread's wait for completions
 				 * ended with none (ODL_TB5_RCCL_POLL_MS passed) */
+	/* regMrDmaBuf (in place of reserved words; 0 from older plugins) */
+	uint64_t dmabuf_regs;	/* DMA-buf registrations (of op_regmr) */
+	uint64_t dmabuf_imports; /* of those, imported by the driver for zero
+				  * copy (the rest: through their mapping) */
 
-	uint64_t reserved[10];
+	uint64_t reserved[8];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

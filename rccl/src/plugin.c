@@ -47,10 +47,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/dma-buf.h>
 
 #include "odl_nccl_net.h"
 #include "odl_tb5/odl_tb5.h"
@@ -290,6 +293,7 @@ struct odlp_req {
 	int rtag[MAX_RECVS];
 	uint8_t rdone[MAX_RECVS];
 	uint32_t rkey[MAX_RECVS]; /* keyed library receive posted, 0 none */
+	struct odlp_mr *rmr[MAX_RECVS]; /* an entry's registration if a DMA-buf */
 	int rks[MAX_RECVS];	  /* its slot in dev->krx */
 };
 
@@ -305,11 +309,20 @@ struct cts_ent {
 struct odlp_mr {
 	uint32_t magic;
 	int type;
-	char *base;
+	char *base;	/* CPU address (a DMA-buf: where it is mapped) */
 	uint64_t size;
 	struct odlp_dev *dev; /* zc: registered with this device's library handle */
 	uint32_t lib_id;
 	bool zc;
+	/* regMrDmaBuf: NCCL's address of the region (never dereferenced; the
+	 * data pointers of isend/irecv are inside it), our own descriptor of
+	 * the DMA-buf (CPU access is bracketed with DMA_BUF_IOCTL_SYNC) and
+	 * its mapping */
+	bool dmabuf;
+	const char *va;
+	int fd;
+	void *map;
+	size_t map_len;
 };
 
 /* a keyed receive in flight: its request entry (r NULL: forgotten, the
@@ -404,6 +417,8 @@ static bool g_inited;
 static uint64_t g_instance;
 static uint32_t g_port = DEFAULT_PORT;
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
+/* ODL_TB5_RCCL_DMABUF=1: ptrSupport advertises NCCL_PTR_DMABUF */
+static bool g_dmabuf_adv;
 static long g_poll_ms = ODL_TB5_RCCL_POLL_MS_DEFAULT;
 
 /*
@@ -604,6 +619,25 @@ static int64_t zc_offset(const struct odlp_dev *d, const struct odlp_mr *mr, con
 	return (int64_t)(p - mr->base);
 }
 
+/*
+ * The CPU is about to touch (START) or has touched (END) a DMA-buf
+ * registration's mapping: tell the exporter, which may need to make caches
+ * coherent. Nothing to do for other memory.
+ */
+static void dmabuf_sync(const struct odlp_mr *mr, uint64_t flags)
+{
+	struct dma_buf_sync sy = { .flags = flags };
+	int rc;
+
+	if (!mr || !mr->dmabuf)
+		return;
+	do {
+		rc = ioctl(mr->fd, DMA_BUF_IOCTL_SYNC, &sy);
+	} while (rc != 0 && (errno == EINTR || errno == EAGAIN));
+	if (rc != 0)
+		WARN("DMA_BUF_IOCTL_SYNC on a registration's DMA-buf: %s", strerror(errno));
+}
+
 /* Send one staged message (urgent: ahead of queued bulk data); false if
  * the library queue is full or failed.
  */
@@ -673,8 +707,11 @@ static void tx_pump_slots(struct odlp_dev *d)
 		slot = d->tx_free[--d->ntx_free];
 		p = d->tx_base + (uint64_t)slot * d->slot;
 		memcpy(p, &h, sizeof(h));
-		if (chunk)
+		if (chunk) {
+			dmabuf_sync(r->smr, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ);
 			memcpy(p + sizeof(h), r->sdata + r->sent, chunk);
+			dmabuf_sync(r->smr, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ);
+		}
 		if (!tx_slot_send(d, slot, sizeof(h) + chunk, false))
 			return;
 		r->sent += chunk;
@@ -907,8 +944,11 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 			entry_done(r, (int)h->idx);
 			return;
 		}
-		if (h->len)
+		if (h->len) {
+			dmabuf_sync(r->rmr[h->idx], DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE);
 			memcpy(r->rdata[h->idx] + h->off, p + sizeof(*h), h->len);
+			dmabuf_sync(r->rmr[h->idx], DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE);
+		}
 		r->rgot[h->idx] += h->len;
 		STAT_ADD(rx_bytes, h->len);
 		if (h->off + h->len == h->total)
@@ -1288,6 +1328,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	g_instance = rnd64();
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", DEFAULT_PORT, 1, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
+	g_dmabuf_adv = env_long("ODL_TB5_RCCL_DMABUF", 0, 0, 1) != 0;
 	g_poll_ms = env_long(ODL_TB5_RCCL_POLL_MS_ENV, ODL_TB5_RCCL_POLL_MS_DEFAULT, 1,
 			     ODL_TB5_RCCL_POLL_MS_MAX);
 	specs[0] = 0;
@@ -1367,7 +1408,7 @@ static ncclResult_t core_props(int dev, ncclNetProperties_v7_t *p)
 	p->name = d->name;
 	p->pciPath = d->has_pci ? d->pci : NULL;
 	p->guid = d->guid;
-	p->ptrSupport = NCCL_PTR_HOST;
+	p->ptrSupport = NCCL_PTR_HOST | (g_dmabuf_adv ? NCCL_PTR_DMABUF : 0);
 	p->speed = d->speed;
 	p->port = (int)g_port;
 	p->latency = d->latency;
@@ -1699,6 +1740,130 @@ static ncclResult_t core_regmr(void *comm, void *data, uint64_t size, int type, 
 	return ncclSuccess;
 }
 
+/*
+ * Zero copy for a DMA-buf registration: the driver's import (kernel backend,
+ * ODL_TB5_FEAT_DMABUF), else the registration of its CPU mapping like host
+ * memory (the shm backend moves data straight from any mapping), else the
+ * staged way through the mapping.
+ */
+static void zc_register_dmabuf(struct odlp_dev *d, struct odlp_mr *mr, uint64_t offset)
+{
+	int rc;
+
+	if (!d->zc)
+		return;
+	pthread_mutex_lock(&d->mu);
+	if (!d->dead && !(d->info.features & ODL_TB5_FEAT_KEYED))
+		odl_tb5_info(d->h, &d->info);
+	if (!d->dead && (d->info.features & ODL_TB5_FEAT_KEYED) &&
+	    (d->info.features & ODL_TB5_FEAT_DMABUF)) {
+		rc = odl_tb5_buf_import_dmabuf(d->h, mr->fd, offset, mr->size, &mr->lib_id);
+		if (rc == 0) {
+			mr->dev = d;
+			mr->zc = true;
+			STAT_ADD(zc_regs, 1);
+			STAT_ADD(dmabuf_imports, 1);
+			pthread_mutex_unlock(&d->mu);
+			return;
+		}
+		INFO("regMrDmaBuf: the driver cannot import it (%s); through its mapping",
+		     odl_tb5_strerror(rc));
+	}
+	pthread_mutex_unlock(&d->mu);
+	zc_register(d, mr);
+}
+
+/*
+ * regMrDmaBuf: [offset, offset + size) of the DMA-buf fd, known to NCCL as
+ * [data, data + size). The caller closes fd after the call: the registration
+ * keeps a duplicate. The region is mapped for the staged path (a DMA-buf the
+ * CPU cannot map is refused) and imported by the driver for zero copy.
+ */
+static ncclResult_t core_regmr_dmabuf(void *comm, void *data, uint64_t size, int type,
+				      uint64_t offset, int fd, void **mhandle)
+{
+	struct odlp_comm *c = comm;
+	struct dma_buf_sync sy = { .flags = DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ };
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), delta = offset % pg;
+	struct odlp_mr *mr;
+
+	if (mhandle)
+		*mhandle = NULL;
+	if (!c || c->magic != COMM_MAGIC || c->kind == K_LISTEN || !mhandle || !data || !size ||
+	    fd < 0)
+		return fail(ncclInternalError);
+	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA) {
+		WARN("regMrDmaBuf: unknown memory type %d", type);
+		return fail(ncclInternalError);
+	}
+	if (offset > (uint64_t)INT64_MAX - size - pg || (uintptr_t)data + size < (uintptr_t)data ||
+	    size > SIZE_MAX - pg) {
+		WARN("regMrDmaBuf: offset %llu + size %llu out of range",
+		     (unsigned long long)offset, (unsigned long long)size);
+		return fail(ncclInternalError);
+	}
+	/* only a DMA-buf knows DMA_BUF_IOCTL_SYNC */
+	if (ioctl(fd, DMA_BUF_IOCTL_SYNC, &sy) != 0) {
+		WARN("regMrDmaBuf: fd %d is not a DMA-buf (%s)", fd, strerror(errno));
+		return fail(ncclInternalError);
+	}
+	sy.flags = DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ;
+	(void)ioctl(fd, DMA_BUF_IOCTL_SYNC, &sy);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return fail(ncclSystemError);
+	mr->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (mr->fd < 0) {
+		WARN("regMrDmaBuf: cannot keep the DMA-buf (%s)", strerror(errno));
+		free(mr);
+		return fail(ncclSystemError);
+	}
+	mr->map_len = (size_t)(delta + size);
+	mr->map = mmap(NULL, mr->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, mr->fd,
+		       (off_t)(offset - delta));
+	if (mr->map == MAP_FAILED) {
+		/* also what a region beyond the DMA-buf's end gets */
+		WARN("regMrDmaBuf: cannot map bytes %llu..%llu of the DMA-buf (%s); the plugin needs CPU access to it",
+		     (unsigned long long)offset, (unsigned long long)(offset + size),
+		     strerror(errno));
+		close(mr->fd);
+		free(mr);
+		return fail(ncclInternalError);
+	}
+	mr->magic = MR_MAGIC;
+	mr->type = type;
+	mr->dmabuf = true;
+	mr->va = data;
+	mr->base = (char *)mr->map + delta;
+	mr->size = size;
+	zc_register_dmabuf(c->dev, mr, offset);
+	*mhandle = mr;
+	STAT_ADD(op_regmr, 1);
+	STAT_ADD(dmabuf_regs, 1);
+	return ncclSuccess;
+}
+
+/*
+ * A data pointer of isend/irecv inside a DMA-buf registration is NCCL's
+ * address, not ours to touch: the matching address in the mapping. False if
+ * [*data, *data + size) is not inside the registration.
+ */
+static bool mr_cpu_addr(const struct odlp_mr *mr, void **data, uint64_t size)
+{
+	uintptr_t p = (uintptr_t)*data, va;
+
+	if (!mr || !mr->dmabuf)
+		return true;
+	va = (uintptr_t)mr->va;
+	if (p < va || p - va > mr->size || size > mr->size - (p - va)) {
+		WARN("buffer %p+%llu outside its DMA-buf registration %p+%llu", *data,
+		     (unsigned long long)size, (const void *)mr->va, (unsigned long long)mr->size);
+		return false;
+	}
+	*data = mr->base + (p - va);
+	return true;
+}
+
 static ncclResult_t core_deregmr(void *comm, void *mhandle)
 {
 	struct odlp_mr *mr = mhandle;
@@ -1707,6 +1872,10 @@ static ncclResult_t core_deregmr(void *comm, void *mhandle)
 	if (!mr || mr->magic != MR_MAGIC)
 		return fail(ncclInternalError);
 	zc_unregister(mr);
+	if (mr->dmabuf) {
+		munmap(mr->map, mr->map_len);
+		close(mr->fd);
+	}
 	mr->magic = 0;
 	free(mr);
 	STAT_ADD(op_deregmr, 1);
@@ -1767,7 +1936,8 @@ static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int ta
 
 	if (request)
 		*request = NULL;
-	if (!valid_comm(c, K_SEND) || !request || (!data && size) || !mr_ok(mhandle, data, size))
+	if (!valid_comm(c, K_SEND) || !request || (!data && size) || !mr_ok(mhandle, data, size) ||
+	    !mr_cpu_addr(mhandle, &data, size))
 		return fail(ncclInternalError);
 	d = c->dev;
 	pthread_mutex_lock(&d->mu);
@@ -1843,6 +2013,7 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 {
 	struct odlp_comm *c = recvComm;
 	struct wire_cts_ent ent[MAX_RECVS];
+	void *cpu[MAX_RECVS];
 	struct odlp_dev *d;
 	struct odlp_req *r;
 	ncclResult_t res;
@@ -1851,9 +2022,12 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 		*request = NULL;
 	if (!valid_comm(c, K_RECV) || !request || n < 1 || n > MAX_RECVS || !data || !sizes || !tags)
 		return fail(ncclInternalError);
-	for (int i = 0; i < n; i++)
-		if ((!data[i] && sizes[i]) || !mr_ok(mhandles ? mhandles[i] : NULL, data[i], sizes[i]))
+	for (int i = 0; i < n; i++) {
+		cpu[i] = data[i];
+		if ((!data[i] && sizes[i]) || !mr_ok(mhandles ? mhandles[i] : NULL, data[i], sizes[i]) ||
+		    !mr_cpu_addr(mhandles ? mhandles[i] : NULL, &cpu[i], sizes[i]))
 			return fail(ncclInternalError);
+	}
 	d = c->dev;
 	pthread_mutex_lock(&d->mu);
 	res = comm_state_err(c);
@@ -1870,7 +2044,10 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 	r->n = n;
 	r->seq = c->next_seq++;
 	for (int i = 0; i < n; i++) {
-		r->rdata[i] = data[i];
+		struct odlp_mr *mr = mhandles ? mhandles[i] : NULL;
+
+		r->rdata[i] = cpu[i];
+		r->rmr[i] = mr && mr->dmabuf ? mr : NULL;
 		r->rcap[i] = sizes[i];
 		r->rtag[i] = tags[i];
 		ent[i].tag = tags[i];
@@ -2131,6 +2308,11 @@ static ncclResult_t v10_irecv(void *c, int n, void **d, size_t *sizes, int *tags
 	(void)ph;
 	return v9_irecv(c, n, d, sizes, tags, mh, req);
 }
+static ncclResult_t p_regMrDmaBuf(void *c, void *d, size_t size, int type, uint64_t offset,
+				  int fd, void **mh)
+{
+	return core_regmr_dmabuf(c, d, size, type, offset, fd, mh);
+}
 static ncclResult_t p_closeSend(void *c) { return close_comm(c, K_SEND); }
 static ncclResult_t p_closeRecv(void *c) { return close_comm(c, K_RECV); }
 static ncclResult_t p_closeListen(void *c) { return close_comm(c, K_LISTEN); }
@@ -2138,7 +2320,7 @@ static ncclResult_t p_closeListen(void *c) { return close_comm(c, K_LISTEN); }
 #define COMMON_TAIL                                                                  \
 	.deregMr = core_deregmr, .iflush = core_iflush, .test = core_test,           \
 	.closeSend = p_closeSend, .closeRecv = p_closeRecv, .closeListen = p_closeListen, \
-	.getDeviceMr = NULL, .irecvConsumed = NULL, .regMrDmaBuf = NULL
+	.getDeviceMr = NULL, .irecvConsumed = NULL, .regMrDmaBuf = p_regMrDmaBuf
 
 EXPORT const ncclNet_v7_t ncclNetPlugin_v7 = {
 	.name = PLUGIN_NAME,

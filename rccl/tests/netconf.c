@@ -22,6 +22,9 @@
  *                                        process (the "fresh process" test)
  *   netconf --rank R ... --bench BYTES   all-reduce benchmark instead of the
  *                                        conformance sequence (see bench_allreduce)
+ *   netconf --rank R ... --dmabuf        also regMrDmaBuf's data path, with
+ *                                        DMA-bufs from the test exporter
+ *                                        (/dev/odl_dmabuf_exp, odl_dmabuf_exp.ko)
  * Options: --api N (7..10, default newest exported), --flavour nccl|rccl
  *          (file-name rule; default rccl), --quick (sizes up to 4 MiB),
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
@@ -62,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -351,6 +355,12 @@ static ncclResult_t n_regmr(void *c, void *d, size_t size, int type, void **mh)
 	return T8->regMr(c, d, size, type, mh);
 }
 static ncclResult_t n_deregmr(void *c, void *mh) { return T7->deregMr(c, mh); }
+/* the same slot and signature in v7..v10 */
+static ncclResult_t n_regmr_dmabuf(void *c, void *d, size_t size, int type, uint64_t off, int fd,
+				   void **mh)
+{
+	return T7->regMrDmaBuf(c, d, size, type, off, fd, mh);
+}
 static ncclResult_t n_isend(void *c, void *d, size_t size, int tag, void *mh, void **req)
 {
 	if (g_api <= 8)
@@ -580,6 +590,7 @@ static void t_table(void)
 	      "a required slot is NULL");
 	/* host plugin: no device offload, no DMA-buf unless advertised */
 	CHECK(!t->getDeviceMr && !t->irecvConsumed, "device-offload slots must be NULL");
+	CHECK(t->regMrDmaBuf, "regMrDmaBuf is NULL");
 	for (int v = 7; v <= 12; v++) {
 		char s[64];
 		snprintf(s, sizeof(s), "ncclCollNetPlugin_v%d", v);
@@ -589,7 +600,8 @@ static void t_table(void)
 		char s[64];
 		snprintf(s, sizeof(s), "ncclNetPlugin_v%d", v);
 		const ncclNet_v7_t *tv = find_sym(s);
-		CHECK(tv && tv->name && strcmp(tv->name, t->name) == 0 && tv->test && tv->isend,
+		CHECK(tv && tv->name && strcmp(tv->name, t->name) == 0 && tv->test && tv->isend &&
+			      tv->regMrDmaBuf,
 		      "table %s missing or incomplete", s);
 	}
 	say("# loaded %s, using ncclNetPlugin_v%d\n", g_libname, g_api);
@@ -613,6 +625,9 @@ static int t_init_props(void)
 {
 	int ndev = -1;
 	ncclNetProperties_v7_t p;
+	const char *adv = getenv("ODL_TB5_RCCL_DMABUF");
+	/* host memory; DMA-bufs too where asked for (regMrDmaBuf works) */
+	int expect_ptr = NCCL_PTR_HOST | (adv && !strcmp(adv, "1") ? NCCL_PTR_DMABUF : 0);
 
 	OKR(n_init(NULL), "init(NULL logger)");
 	OKR(n_init(logger), "init(logger) again");
@@ -622,8 +637,8 @@ static int t_init_props(void)
 		memset(&p, 0x5a, sizeof(p));
 		OKR(n_props(d, &p), "getProperties");
 		CHECK(p.name && *p.name, "dev %d: no name", d);
-		CHECK(p.ptrSupport == NCCL_PTR_HOST, "dev %d: ptrSupport %d (host-only expected)", d,
-		      p.ptrSupport);
+		CHECK(p.ptrSupport == expect_ptr, "dev %d: ptrSupport %d (%d expected)", d,
+		      p.ptrSupport, expect_ptr);
 		CHECK(p.speed > 0, "dev %d: speed %d", d, p.speed);
 		CHECK(p.latency >= 0 && p.latency < 1000, "dev %d: latency %f", d, p.latency);
 		CHECK(p.maxComms >= 1 && p.maxRecvs >= 1 && p.maxRecvs <= 8, "dev %d: maxComms %d maxRecvs %d", d,
@@ -1047,6 +1062,30 @@ static void t_truncation_flush_reg(void *s, void *r)
 	OKR(n_regmr(r, rb, sizeof(rb), NCCL_PTR_HOST, &rmh), "regMr");
 	CHECK(n_regmr(r, rb, sizeof(rb), NCCL_PTR_CUDA, &bad) != ncclSuccess && bad == NULL,
 	      "regMr(NCCL_PTR_CUDA) accepted by a host-only plugin");
+	/* regMrDmaBuf with what is not a DMA-buf, or not a valid call */
+	{
+		int pfd[2];
+
+		CHECK(pipe(pfd) == 0, "pipe");
+		bad = (void *)1;
+		CHECK(n_regmr_dmabuf(r, rb, sizeof(rb), NCCL_PTR_CUDA, 0, -1, &bad) != ncclSuccess &&
+			      bad == NULL,
+		      "regMrDmaBuf(fd -1) accepted");
+		bad = (void *)1;
+		CHECK(n_regmr_dmabuf(r, rb, sizeof(rb), NCCL_PTR_CUDA, 0, pfd[0], &bad) != ncclSuccess &&
+			      bad == NULL,
+		      "regMrDmaBuf(a pipe) accepted");
+		CHECK(n_regmr_dmabuf(NULL, rb, sizeof(rb), NCCL_PTR_CUDA, 0, pfd[0], &bad) != ncclSuccess,
+		      "regMrDmaBuf(NULL comm) accepted");
+		CHECK(n_regmr_dmabuf(r, rb, 0, NCCL_PTR_CUDA, 0, pfd[0], &bad) != ncclSuccess,
+		      "regMrDmaBuf(size 0) accepted");
+		CHECK(n_regmr_dmabuf(r, rb, sizeof(rb), 9, 0, pfd[0], &bad) != ncclSuccess,
+		      "regMrDmaBuf(type 9) accepted");
+		CHECK(n_regmr_dmabuf(r, rb, sizeof(rb), NCCL_PTR_CUDA, 0, pfd[0], NULL) != ncclSuccess,
+		      "regMrDmaBuf(NULL mhandle) accepted");
+		close(pfd[0]);
+		close(pfd[1]);
+	}
 	barrier();
 	/* receive smaller than send: both requests fail, framing survives */
 	{
@@ -1086,7 +1125,147 @@ static void t_truncation_flush_reg(void *s, void *r)
 	barrier();
 	OKR(n_deregmr(s, smh), "deregMr");
 	OKR(n_deregmr(r, rmh), "deregMr");
-	pass("receive smaller than send fails that message only; iflush; regMr type check");
+	pass("receive smaller than send fails that message only; iflush; regMr type check; regMrDmaBuf bad calls");
+}
+
+/*
+ * --dmabuf: regMrDmaBuf's data path. Each rank makes one DMA-buf (test
+ * exporter, system pages) and registers two regions of it the way NCCL
+ * does, closing its fd right after: bytes [0, 4 MiB) on the send comm and
+ * [4 MiB + 64, 8 MiB) on the receive comm, under addresses that are
+ * NCCL's, not the mapping's (here: poison-filled host memory, which the
+ * plugin must never touch; a GPU's addresses in NCCL). Through the
+ * registrations: 0 B .. 4 MiB - 4 KiB zero copy (the driver's import),
+ * a DMA-buf send into an unregistered receive and an unregistered send into
+ * a DMA-buf receive (staged, through the plugin's mapping), out-of-region
+ * pointers refused; checked through this test's own mapping.
+ */
+#define ODL_DMABUF_EXP_CREATE _IOWR(0xB6, 0x00, uint64_t)
+static int g_dmabuf;
+
+static int dmabuf_new(uint64_t len)
+{
+	int ex = open("/dev/odl_dmabuf_exp", O_RDWR | O_CLOEXEC), fd;
+
+	CHECK(ex >= 0, "--dmabuf: /dev/odl_dmabuf_exp: %s (load odl_dmabuf_exp.ko)",
+	      strerror(errno));
+	fd = ioctl(ex, ODL_DMABUF_EXP_CREATE, &len);
+	CHECK(fd >= 0, "--dmabuf: creating a DMA-buf of %llu bytes: %s", (unsigned long long)len,
+	      strerror(errno));
+	close(ex);
+	return fd;
+}
+
+static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* one message each way at once: recv into (rd, rmh), send from (sd, smh) */
+static void dmabuf_xfer(void *s, void *r, void *sd, void *smh, void *rd, void *rmh, size_t n,
+			size_t cap)
+{
+	void *d[1] = { rd }, *mh[1] = { rmh };
+	int tag = 1 - g_rank, ssz = -1, rsz = -1;
+	void *rreq = post_recv(r, 1, d, &cap, &tag, mh);
+	void *sreq = post_send(s, sd, n, g_rank, smh);
+
+	OKR(wait_req(sreq, &ssz), "test(send)");
+	OKR(wait_req(rreq, &rsz), "test(recv)");
+	CHECK((size_t)ssz == n && (size_t)rsz == n, "DMA-buf message of %zu: sizes %d/%d", n, ssz,
+	      rsz);
+}
+
+static void t_dmabuf(void *s, void *r)
+{
+	const size_t len = 8u << 20, half = 4u << 20, roff = half + 64, rlen = len - roff;
+	const size_t sizes[] = { 0, 1, 4097, 1u << 20, half - 4096 };
+	const char *path = odl_tb5_rccl_stats_path();
+	const struct odl_tb5_rccl_stats *st = path ? stats_map(path) : NULL;
+	uint64_t regs0 = 0, imp0 = 0, zc0 = 0;
+	int fd = dmabuf_new(len);
+	unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	unsigned char *fs = aligned_alloc(4096, half), *fr = aligned_alloc(4096, 4u << 20);
+	unsigned char *host = aligned_alloc(4096, 2u << 20);
+	void *smh = NULL, *rmh = NULL, *bad = (void *)1, *req = (void *)1;
+	uint32_t seed = 7000;
+
+	CHECK(m != MAP_FAILED && fs && fr && host, "--dmabuf: mmap/out of memory");
+	CHECK(st && st->size >= offsetof(struct odl_tb5_rccl_stats, dmabuf_imports) + 8,
+	      "--dmabuf: the plugin's statistics (%s) are needed", path ? path : "off");
+	memset(fs, 0xee, half);
+	memset(fr, 0xee, 4u << 20);
+	regs0 = __atomic_load_n(&st->dmabuf_regs, __ATOMIC_RELAXED);
+	imp0 = __atomic_load_n(&st->dmabuf_imports, __ATOMIC_RELAXED);
+	zc0 = __atomic_load_n(&st->zc_tx_bytes, __ATOMIC_RELAXED);
+	OKR(n_regmr_dmabuf(s, fs, half, NCCL_PTR_CUDA, 0, fd, &smh), "regMrDmaBuf(send region)");
+	OKR(n_regmr_dmabuf(r, fr, rlen, NCCL_PTR_CUDA, roff, fd, &rmh), "regMrDmaBuf(recv region)");
+	CHECK(smh && rmh, "regMrDmaBuf gave a NULL handle");
+	CHECK(n_regmr_dmabuf(s, fs, half, NCCL_PTR_CUDA, len - half + 4096, fd, &bad) != ncclSuccess &&
+		      bad == NULL,
+	      "regMrDmaBuf past the DMA-buf's end accepted");
+	close(fd); /* as NCCL does: the registrations keep it */
+	barrier();
+	/* zero copy, one message each way at a time, at moving offsets */
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i], so = (i * 4160) % 8192, ro = (i * 12352) % 16384;
+
+		CHECK(so + n <= half && ro + n + 100 <= rlen, "layout");
+		memset(m + roff + ro, 0, n + 100);
+		fill(m + so, n, seed + (uint32_t)i + 1000u * (uint32_t)g_rank);
+		dmabuf_xfer(s, r, fs + so, smh, fr + ro, rmh, n, n + 100);
+		CHECK(verify(m + roff + ro, n, seed + (uint32_t)i + 1000u * (uint32_t)(1 - g_rank)),
+		      "DMA-buf to DMA-buf, %zu bytes: data mismatch", n);
+		CHECK(all_bytes(m + roff + ro + n, 100, 0), "DMA-buf receive of %zu: written past the message", n);
+	}
+	barrier();
+	/* staged: DMA-buf send into an unregistered receive, then an
+	 * unregistered send into a DMA-buf receive */
+	fill(m + 123, (1u << 20) + 3, 7100u + (uint32_t)g_rank);
+	dmabuf_xfer(s, r, fs + 123, smh, host, NULL, (1u << 20) + 3, 2u << 20);
+	CHECK(verify(host, (1u << 20) + 3, 7100u + (uint32_t)(1 - g_rank)),
+	      "DMA-buf send into a host receive: data mismatch");
+	fill(host, 300001, 7200u + (uint32_t)g_rank);
+	dmabuf_xfer(s, r, host, NULL, fr + 4101, rmh, 300001, 300001);
+	CHECK(verify(m + roff + 4101, 300001, 7200u + (uint32_t)(1 - g_rank)),
+	      "host send into a DMA-buf receive: data mismatch");
+	barrier();
+	/* pointers outside the registration: refused, nothing sent */
+	CHECK(n_isend(s, fs + half - 10, 100, g_rank, smh, &req) != ncclSuccess && req == NULL,
+	      "isend beyond its DMA-buf registration accepted");
+	{
+		void *d[1] = { fr - 1 }, *mh[1] = { rmh };
+		size_t cap = 16;
+		int tag = 0;
+
+		req = (void *)1;
+		CHECK(n_irecv(r, 1, d, &cap, &tag, mh, &req) != ncclSuccess && req == NULL,
+		      "irecv before its DMA-buf registration accepted");
+	}
+	CHECK(all_bytes(fs, half, 0xee) && all_bytes(fr, 4u << 20, 0xee),
+	      "the plugin touched NCCL's addresses of a DMA-buf registration");
+	uint64_t regs = __atomic_load_n(&st->dmabuf_regs, __ATOMIC_RELAXED) - regs0;
+	uint64_t imp = __atomic_load_n(&st->dmabuf_imports, __ATOMIC_RELAXED) - imp0;
+	uint64_t zc = __atomic_load_n(&st->zc_tx_bytes, __ATOMIC_RELAXED) - zc0;
+	say("# DMA-buf registrations %llu, imported by the driver %llu, zero-copy bytes sent %llu\n",
+	    (unsigned long long)regs, (unsigned long long)imp, (unsigned long long)zc);
+	CHECK(regs >= 2, "statistics: %llu DMA-buf registrations counted", (unsigned long long)regs);
+	CHECK(imp >= 2, "statistics: the driver imported %llu DMA-buf registrations",
+	      (unsigned long long)imp);
+	CHECK(zc >= half - 4096, "statistics: %llu bytes zero copy (DMA-buf sends)",
+	      (unsigned long long)zc);
+	barrier();
+	OKR(n_deregmr(s, smh), "deregMr(DMA-buf)");
+	OKR(n_deregmr(r, rmh), "deregMr(DMA-buf)");
+	munmap(m, len);
+	munmap((void *)st, sizeof(*st));
+	free(fs);
+	free(fr);
+	free(host);
+	pass("regMrDmaBuf: DMA-buf regions zero copy (driver import) and staged, at offsets, fd closed after, NCCL addresses untouched");
 }
 
 struct mc_arg {
@@ -1342,22 +1521,22 @@ static void t_collectives(void)
 	for (size_t i = 0; i < count; i++)
 		x[i] = (float)((g_rank + 1) * (int)(i % 1000)) * 0.5f;
 	size_t chunk = (count + (size_t)g.nranks - 1) / (size_t)g.nranks;
-#define CSTART(c) ((size_t)(c) * chunk < count ? (size_t)(c) * chunk : count)
-#define CLEN(c) (CSTART((c) + 1) - CSTART(c))
+#define CHUNK_START(c) ((size_t)(c) * chunk < count ? (size_t)(c) * chunk : count)
+#define CHUNK_LEN(c) (CHUNK_START((c) + 1) - CHUNK_START(c))
 	double t0 = now_s();
 	for (int step = 0; step < g.nranks - 1; step++) {
 		int sc = (g.rank - step + g.nranks) % g.nranks;
 		int rc = (g.rank - step - 1 + 2 * g.nranks) % g.nranks;
-		ring_step(&g, (char *)(x + CSTART(sc)), CLEN(sc) * sizeof(float),
-			  (char *)(tmp + CSTART(rc)), CLEN(rc) * sizeof(float), slice);
-		for (size_t i = CSTART(rc); i < CSTART(rc) + CLEN(rc); i++)
+		ring_step(&g, (char *)(x + CHUNK_START(sc)), CHUNK_LEN(sc) * sizeof(float),
+			  (char *)(tmp + CHUNK_START(rc)), CHUNK_LEN(rc) * sizeof(float), slice);
+		for (size_t i = CHUNK_START(rc); i < CHUNK_START(rc) + CHUNK_LEN(rc); i++)
 			x[i] += tmp[i];
 	}
 	for (int step = 0; step < g.nranks - 1; step++) {
 		int sc = (g.rank + 1 - step + g.nranks) % g.nranks;
 		int rc = (g.rank - step + g.nranks) % g.nranks;
-		ring_step(&g, (char *)(x + CSTART(sc)), CLEN(sc) * sizeof(float),
-			  (char *)(x + CSTART(rc)), CLEN(rc) * sizeof(float), slice);
+		ring_step(&g, (char *)(x + CHUNK_START(sc)), CHUNK_LEN(sc) * sizeof(float),
+			  (char *)(x + CHUNK_START(rc)), CHUNK_LEN(rc) * sizeof(float), slice);
 	}
 	double dt = now_s() - t0;
 	for (size_t i = 0; i < count; i++) {
@@ -2097,6 +2276,10 @@ static void run_rank(int want_api)
 	barrier();
 	t_truncation_flush_reg(s, r);
 	barrier();
+	if (g_dmabuf) {
+		t_dmabuf(s, r);
+		barrier();
+	}
 	OKR(n_closeSend(s), "closeSend");
 	OKR(n_closeRecv(r), "closeRecv");
 	barrier();
@@ -2237,6 +2420,8 @@ int main(int argc, char **argv)
 			g_max = 4u << 20;
 		else if (!strcmp(a, "--no-shm"))
 			no_shm = 1;
+		else if (!strcmp(a, "--dmabuf"))
+			g_dmabuf = 1;
 		else if (!strcmp(a, "--load-only"))
 			loadonly = 1;
 		else {

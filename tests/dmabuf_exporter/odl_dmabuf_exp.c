@@ -80,11 +80,9 @@ static void odl_exp_release(struct dma_buf *dmabuf)
 static int odl_exp_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 {
 	struct odl_exp_buf *b = dmabuf->priv;
-	unsigned long n = vma_pages(vma);
 
-	if (vma->vm_pgoff > b->npages || n > b->npages - vma->vm_pgoff)
-		return -EINVAL;
-	return vm_map_pages(vma, b->pages + vma->vm_pgoff, n);
+	/* vm_map_pages() maps from vma->vm_pgoff on and checks the range */
+	return vm_map_pages(vma, b->pages, b->npages);
 }
 
 static int odl_exp_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
