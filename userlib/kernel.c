@@ -779,6 +779,25 @@ static void k_complete(struct odl_tb5 *h, int s, int status, uint64_t len)
 	slot_put(k, s);
 }
 
+/*
+ * The link is down and the driver has handed over all it will for it (its
+ * disconnect completions come before the LINK_DOWN event, and a removed
+ * device answers POLL_CQ with -ENODEV once they are read): what is still
+ * outstanding - receives posted but never started, operations still in the
+ * batch - would never complete. Complete each once with -ECONNRESET, as the
+ * API promises; a driver completion for a slot freed here is ignored
+ * (k_convert), and none can name a new operation: a down handle takes none.
+ */
+static void k_fail_outstanding(struct odl_tb5 *h)
+{
+	struct kpriv *k = K(h);
+
+	k->sq_n = 0;
+	for (int s = 0; s < ODL_KB_SLOTS; s++)
+		if (k->slots[s].used)
+			k_complete(h, s, -ECONNRESET, 0);
+}
+
 /* fetch driver completions into the stash; lock dropped while blocking */
 static int k_fetch(struct odl_tb5 *h, int timeout_ms, unsigned int min)
 {
@@ -828,6 +847,8 @@ static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 			if (r < 0 && r != -ECONNRESET)
 				return r;
 		}
+		if (k->down && !k->stash_n && (k->nsend || k->nrecv))
+			k_fail_outstanding(h);
 		/* enough, or all there will be, or no more waiting */
 		if (k->stash_n &&
 		    (k->stash_n >= want || k->down || k->stash_lost ||

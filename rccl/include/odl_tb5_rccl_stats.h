@@ -95,8 +95,10 @@ struct odl_tb5_rccl_stats {
 	uint64_t dmabuf_regs;	/* DMA-buf registrations (of op_regmr) */
 	uint64_t dmabuf_imports; /* of those, imported by the driver for zero
 				  * copy (the rest: through their mapping) */
+	/* in place of a reserved word; 0 from older plugins */
+	uint64_t revivals;	/* devices whose failed link was opened again */
 
-	uint64_t reserved[8];
+	uint64_t reserved[7];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -314,6 +314,7 @@ struct odlp_mr {
 	struct odlp_dev *dev; /* zc: registered with this device's library handle */
 	uint32_t lib_id;
 	bool zc;
+	uint32_t gen; /* zc: dev->open_gen it was registered with */
 	/* regMrDmaBuf: NCCL's address of the region (never dereferenced; the
 	 * data pointers of isend/irecv are inside it), our own descriptor of
 	 * the DMA-buf (CPU access is bracketed with DMA_BUF_IOCTL_SYNC) and
@@ -377,8 +378,14 @@ struct odlp_dev {
 	struct odl_tb5_info info;
 	odl_tb5_t *h;
 	pthread_mutex_t mu, poll_mu;
+	bool locks_init;
 	bool dead;
 	int dead_err;
+	/* successful opens of the link: 1 at init, one more per revival
+	 * (dev_revive); registrations pinned on an earlier one are void */
+	uint32_t open_gen;
+	uint8_t peer_uuid[16]; /* the peer reached at the first open */
+	bool by_uuid;	       /* kernel backend: revive finds it by peer_uuid */
 	uint32_t next_id;
 	int ncomms;
 	struct odlp_comm *comms;
@@ -613,7 +620,7 @@ static int64_t zc_offset(const struct odlp_dev *d, const struct odlp_mr *mr, con
 {
 	const char *p = data;
 
-	if (!mr || mr->magic != MR_MAGIC || !mr->zc || mr->dev != d || !size ||
+	if (!mr || mr->magic != MR_MAGIC || !mr->zc || mr->dev != d || mr->gen != d->open_gen || !size ||
 	    size > d->info.max_msg_size || p < mr->base || p + size > mr->base + mr->size)
 		return -1;
 	return (int64_t)(p - mr->base);
@@ -1080,7 +1087,7 @@ static void *progress_thread(void *arg)
 		n = d->dead ? 0 : dev_progress(d, (int)g_poll_ms);
 		pthread_mutex_unlock(&d->poll_mu);
 		if (d->dead) {
-			struct timespec ts = { 0, 2000000 };
+			struct timespec ts = { g_poll_ms / 1000, (g_poll_ms % 1000) * 1000000 };
 
 			nanosleep(&ts, NULL);
 		} else if (n == 0) {
@@ -1188,6 +1195,7 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		rc = -ENOMEM;
 		goto fail;
 	}
+	d->ntx_free = 0;
 	for (uint32_t i = 0; i < d->ntx; i++)
 		d->tx_free[d->ntx_free++] = d->ntx - 1 - i;
 	for (uint32_t i = 0; i < d->nrx; i++) {
@@ -1196,10 +1204,15 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		if (rc < 0)
 			goto fail;
 	}
-	pthread_mutex_init(&d->mu, NULL);
-	pthread_mutex_init(&d->poll_mu, NULL);
-	d->next_id = 1;
+	if (!d->locks_init) {
+		pthread_mutex_init(&d->mu, NULL);
+		pthread_mutex_init(&d->poll_mu, NULL);
+		d->locks_init = true;
+	}
+	if (!d->next_id)
+		d->next_id = 1; /* comm ids stay unique across revivals */
 	d->next_key = 1;
+	d->open_gen++;
 	d->zc = env_long("ODL_TB5_RCCL_ZEROCOPY", 1, 0, 1) != 0;
 	d->urgent_cts = env_long("ODL_TB5_RCCL_URGENT_CTS", 1, 0, 1) != 0;
 
@@ -1218,6 +1231,10 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	mbps = (uint64_t)env_long("ODL_TB5_RCCL_SPEED_MBPS", (long)(mbps ? mbps : 10000), 1, 1L << 30);
 	d->speed = (int)(mbps > 0x7fffffff ? 0x7fffffff : mbps);
 	d->latency = strcmp(d->info.backend, "kernel") == 0 ? 10.0f : 2.0f;
+	if (d->open_gen == 1) {
+		memcpy(d->peer_uuid, d->info.peer_uuid, 16);
+		d->by_uuid = strcmp(d->info.backend, "kernel") == 0;
+	}
 	fill_pci_path(d);
 	INFO("device %d: %s (%s) port %u speed %d Mbps pci %s chunk %u tx %u rx %u", d->index,
 	     d->name, d->info.backend, g_port, d->speed, d->has_pci ? d->pci : "(none)", d->slot,
@@ -1229,6 +1246,7 @@ fail:
 	d->h = NULL;
 	free(d->tx_free);
 	d->tx_free = NULL;
+	d->ntx_free = 0;
 	return rc;
 }
 
@@ -1255,10 +1273,39 @@ static void free_comm(struct odlp_comm *c)
 	free(c);
 }
 
+/* Forget the staging and zero-copy state of a closed library handle. */
+static void dev_reset_state(struct odlp_dev *d)
+{
+	while (d->cq_head) {
+		struct ctrl_msg *m = d->cq_head;
+		d->cq_head = m->next;
+		free(m);
+	}
+	d->cq_tail = NULL;
+	d->job_head = d->job_tail = NULL;
+	d->zq_head = d->zq_tail = NULL;
+	memset(d->krx, 0, sizeof(d->krx));
+	memset(d->krx_busy, 0, sizeof(d->krx_busy));
+	memset(d->ktx, 0, sizeof(d->ktx));
+	memset(d->ktx_busy, 0, sizeof(d->ktx_busy));
+	d->ktx_hint = d->krx_hint = 0;
+	free(d->tx_free);
+	d->tx_free = NULL;
+	d->ntx_free = 0;
+}
+
 static void dev_teardown(struct odlp_dev *d)
 {
-	if (!d->h)
+	if (!d->locks_init)
 		return;
+	if (!d->h) { /* a revival that found no link: only the thread is left */
+		if (d->thr_started) {
+			__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+			pthread_join(d->thr, NULL);
+			d->thr_started = false;
+		}
+		goto out;
+	}
 	if (d->thr_started) {
 		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
 		pthread_join(d->thr, NULL);
@@ -1280,27 +1327,100 @@ static void dev_teardown(struct odlp_dev *d)
 	}
 	odl_tb5_close(d->h);
 	d->h = NULL;
+	dev_reset_state(d);
+out:
 	while (d->comms) {
 		struct odlp_comm *c = d->comms;
 		d->comms = c->next;
 		free_comm(c);
 	}
-	while (d->cq_head) {
-		struct ctrl_msg *m = d->cq_head;
-		d->cq_head = m->next;
-		free(m);
-	}
-	d->cq_tail = NULL;
-	d->job_head = d->job_tail = NULL;
-	d->zq_head = d->zq_tail = NULL;
-	memset(d->krx, 0, sizeof(d->krx));
-	memset(d->krx_busy, 0, sizeof(d->krx_busy));
-	memset(d->ktx, 0, sizeof(d->ktx));
-	memset(d->ktx_busy, 0, sizeof(d->ktx_busy));
-	free(d->tx_free);
-	d->tx_free = NULL;
 	pthread_mutex_destroy(&d->mu);
 	pthread_mutex_destroy(&d->poll_mu);
+	d->locks_init = false;
+}
+
+/*
+ * The spec that reaches the device's first peer again, or false: not back
+ * (yet). Kernel backend: the device connected to the same peer UUID, whose
+ * node may have another index after a replug; otherwise the spec as given.
+ */
+static bool revive_spec(const struct odlp_dev *d, char *spec, size_t len)
+{
+	struct odl_tb5_info infos[MAX_DEVS];
+	int n;
+
+	if (!d->by_uuid) {
+		snprintf(spec, len, "%s", d->spec);
+		return true;
+	}
+	n = odl_tb5_list(infos, MAX_DEVS);
+	for (int i = 0; i < n && i < MAX_DEVS; i++)
+		if (infos[i].state == ODL_TB5_STATE_CONNECTED &&
+		    memcmp(infos[i].peer_uuid, d->peer_uuid, 16) == 0) {
+			snprintf(spec, len, "%d", infos[i].index);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * A device whose link failed (unplugged cable, peer gone) comes back on the
+ * next listen/connect once all of its comms are closed (NCCL closes them
+ * when it aborts a communicator) and its peer is reachable again: the
+ * library handle is closed and opened anew, in the same process.
+ * Registrations pinned through the old handle fall back to staged copies.
+ * 0, or an error: still failed (the caller reports ncclSystemError).
+ */
+static int dev_revive(struct odlp_dev *d)
+{
+	static pthread_mutex_t revive_mu = PTHREAD_MUTEX_INITIALIZER;
+	char spec[sizeof(d->spec)];
+	int rc, busy;
+
+	pthread_mutex_lock(&revive_mu);
+	pthread_mutex_lock(&d->mu);
+	busy = d->dead ? d->ncomms : -1;
+	pthread_mutex_unlock(&d->mu);
+	if (busy != 0) {
+		pthread_mutex_unlock(&revive_mu);
+		if (busy > 0)
+			INFO("device %s: link failed, %d comm(s) still open: close them to reconnect",
+			     d->name, busy);
+		return busy > 0 ? -EBUSY : 0;
+	}
+	if (d->thr_started) {
+		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(d->thr, NULL);
+		d->thr_started = false;
+	}
+	pthread_mutex_lock(&d->poll_mu);
+	pthread_mutex_lock(&d->mu);
+	/* let go of the failed link at once: its device may only be removed
+	 * (and the replugged one appear) once nobody holds it */
+	if (d->h) {
+		odl_tb5_close(d->h);
+		d->h = NULL;
+		dev_reset_state(d);
+	}
+	rc = revive_spec(d, spec, sizeof(spec)) ? dev_open(d, spec) : -ENODEV;
+	if (rc == 0 && memcmp(d->info.peer_uuid, d->peer_uuid, 16) != 0) {
+		INFO("device %s: now reaches another peer; not revived", d->name);
+		odl_tb5_close(d->h);
+		d->h = NULL;
+		dev_reset_state(d);
+		rc = -ENODEV;
+	}
+	if (rc == 0) {
+		d->dead = false;
+		d->dead_err = 0;
+		STAT_ADD(revivals, 1);
+		INFO("device %s: link back (open %u)", d->name, d->open_gen);
+	}
+	pthread_mutex_unlock(&d->mu);
+	pthread_mutex_unlock(&d->poll_mu);
+	dev_start(d);
+	pthread_mutex_unlock(&revive_mu);
+	return rc;
 }
 
 __attribute__((destructor)) static void plugin_fini(void)
@@ -1475,6 +1595,8 @@ static ncclResult_t core_listen(int dev, void *handle, void **listenComm)
 		*listenComm = NULL;
 	if (!d || !handle || !listenComm)
 		return fail(ncclInternalError);
+	if (__atomic_load_n(&d->dead, __ATOMIC_ACQUIRE))
+		dev_revive(d);
 	pthread_mutex_lock(&d->mu);
 	if (d->dead) {
 		pthread_mutex_unlock(&d->mu);
@@ -1530,6 +1652,8 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 		WARN("connect: self-connection within one process is not supported");
 		return fail(ncclInvalidUsage);
 	}
+	if (__atomic_load_n(&d->dead, __ATOMIC_ACQUIRE) && hd->stage_cookie != g_instance)
+		dev_revive(d);
 	pthread_mutex_lock(&d->mu);
 	if (hd->stage_cookie == g_instance) {
 		for (struct odlp_comm *x = d->comms; x; x = x->next)
@@ -1681,6 +1805,7 @@ static void zc_register(struct odlp_dev *d, struct odlp_mr *mr)
 					&mr->lib_id);
 	if (rc == 0) {
 		mr->dev = d;
+		mr->gen = d->open_gen;
 		mr->zc = true;
 		STAT_ADD(zc_regs, 1);
 	} else {
@@ -1700,7 +1825,10 @@ static void zc_unregister(struct odlp_mr *mr)
 		return;
 	for (int i = 0; i < 2000; i++) {
 		pthread_mutex_lock(&d->mu);
-		rc = d->h ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
+		/* pinned through a handle closed since (dev_revive): gone with it */
+		rc = d->h && mr->gen == d->open_gen ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
+		if (rc && d->dead)
+			rc = 0; /* the link failed: the handle's registrations go with it */
 		pthread_mutex_unlock(&d->mu);
 		if (rc != -EBUSY)
 			break;
@@ -1760,6 +1888,7 @@ static void zc_register_dmabuf(struct odlp_dev *d, struct odlp_mr *mr, uint64_t 
 		rc = odl_tb5_buf_import_dmabuf(d->h, mr->fd, offset, mr->size, &mr->lib_id);
 		if (rc == 0) {
 			mr->dev = d;
+			mr->gen = d->open_gen;
 			mr->zc = true;
 			STAT_ADD(zc_regs, 1);
 			STAT_ADD(dmabuf_imports, 1);

@@ -22,6 +22,11 @@
  *                                        process (the "fresh process" test)
  *   netconf --rank R ... --bench BYTES   all-reduce benchmark instead of the
  *                                        conformance sequence (see bench_allreduce)
+ *   netconf ... --fail kill|unplug       link failure instead of the conformance
+ *                                        sequence (see t_link_failure): kill
+ *                                        (spawn mode) rank 1 dies mid-transfer;
+ *                                        unplug (two VMs) the cable is pulled
+ *                                        mid-transfer and plugged back
  *   netconf --rank R ... --dmabuf        also regMrDmaBuf's data path, with
  *                                        DMA-bufs from the test exporter
  *                                        (/dev/odl_dmabuf_exp, odl_dmabuf_exp.ko)
@@ -2248,6 +2253,265 @@ static void bench_allreduce(void)
 			  : "all-reduce benchmark, every iteration verified");
 }
 
+/*
+ * --fail: what an NCCL proxy sees when the link goes away under it.
+ *  - The failure must come as ncclSystemError or ncclRemoteError (never a
+ *    hang, never ncclInternalError), within the deadline; every request
+ *    still in flight finishes or fails when tested; new isend/irecv fail
+ *    without a request; closeSend, closeRecv and deregMr still succeed
+ *    (NCCL's abort path).
+ * kill (spawn mode): both ranks stream 1 MiB messages both ways (8 in
+ * flight, every one verified); rank 1 kills itself (SIGKILL) after 16;
+ * rank 0 must see the failure.
+ * unplug (two VMs, the scenario pulls and replugs the cable), two rounds:
+ *  1 "streaming": both stream as above when the cable is pulled;
+ *  2 "quiet": 4 MiB each way verified, then each rank has only receives
+ *    posted that its peer never matches (nothing else in flight) when the
+ *    cable is pulled: the failure must still reach a caller that only tests.
+ * Each round ends with "# fault: round N link down handled"; once the scenario
+ * has plugged the cable back, the same process must connect again: listen
+ * fails (ncclSystemError) until the peer is back, then a new comm pair
+ * carries 0 B .. 4 MiB both ways, verified, and the statistics count the
+ * revival.
+ */
+static int g_fail; /* 1 kill, 2 unplug */
+#define FAIL_INFLIGHT 8
+#define FAIL_MSG (1u << 20)
+
+static bool nccl_link_error(ncclResult_t r)
+{
+	return r == ncclSystemError || r == ncclRemoteError;
+}
+
+/* stream both ways until a call fails; its result (what: the call) */
+static ncclResult_t fault_stream(void *s, void *r, struct area *sa, struct area *ra, void **sreq,
+				 void **rreq, const char **what)
+{
+	uint32_t rseq[FAIL_INFLIGHT], nsent = 0, nrecv = 0, done = 0;
+	ncclResult_t err = ncclSuccess;
+	double t_last = now_s();
+
+	while (err == ncclSuccess) {
+		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
+			int sz = -1, dn = 0;
+			char *rp = ra->p + (size_t)i * FAIL_MSG, *sp = sa->p + (size_t)i * FAIL_MSG;
+
+			if (!rreq[i]) {
+				void *d[1] = { rp }, *mh[1] = { ra->mh };
+				size_t cap = FAIL_MSG;
+				int tag = 1 - g_rank;
+
+				err = n_irecv(r, 1, d, &cap, &tag, mh, &rreq[i]);
+				*what = "irecv";
+				rseq[i] = nrecv++;
+			} else {
+				err = n_test(rreq[i], &dn, &sz);
+				*what = "test(recv)";
+				if (err == ncclSuccess && dn) {
+					CHECK(sz == (int)FAIL_MSG &&
+						      verify(rp, FAIL_MSG, 90000u + rseq[i] * 2 + (uint32_t)(1 - g_rank)),
+					      "fault: message %u damaged", rseq[i]);
+					rreq[i] = NULL;
+					t_last = now_s();
+					if (++done == 16 && g_fail == 1 && g_rank == 1) {
+						say("# rank1: dies now (SIGKILL)\n");
+						fflush(stdout);
+						raise(SIGKILL);
+					}
+				}
+			}
+			if (err != ncclSuccess)
+				break;
+			if (!sreq[i]) {
+				fill(sp, FAIL_MSG, 90000u + nsent * 2 + (uint32_t)g_rank);
+				err = n_isend(s, sp, FAIL_MSG, g_rank, sa->mh, &sreq[i]);
+				*what = "isend";
+				if (sreq[i])
+					nsent++;
+			} else {
+				err = n_test(sreq[i], &dn, &sz);
+				*what = "test(send)";
+				if (err == ncclSuccess && dn) {
+					sreq[i] = NULL;
+					t_last = now_s();
+				}
+			}
+		}
+		if (err == ncclSuccess) {
+			CHECK(now_s() - t_last < g_deadline_s,
+			      "fault: nothing completed and nothing failed for %.0f s (%u messages received)",
+			      g_deadline_s, done);
+			poll_pause();
+		}
+	}
+	say("# fault: %s returned %d after %u messages received, %.2f s after the last completion\n",
+	    *what, (int)err, done, now_s() - t_last);
+	return err;
+}
+
+/* only receives posted, none of which the peer matches: test until one fails */
+static ncclResult_t fault_quiet(int round, void *r, struct area *ra, void **rreq, const char **what)
+{
+	ncclResult_t err = ncclSuccess;
+	double t0;
+
+	for (int i = 0; i < FAIL_INFLIGHT; i++) {
+		void *d[1] = { ra->p + (size_t)i * FAIL_MSG }, *mh[1] = { ra->mh };
+		size_t cap = FAIL_MSG;
+		int tag = 1 - g_rank;
+
+		rreq[i] = post_recv(r, 1, d, &cap, &tag, mh);
+	}
+	for (int i = 0; i < FAIL_INFLIGHT; i++) {
+		int dn = 0;
+
+		OKR(n_test(rreq[i], &dn, NULL), "test(recv)");
+		CHECK(!dn, "fault: a receive nobody sends to completed");
+	}
+	barrier();
+	say("# fault: round %d quiet, only receives posted\n", round);
+	fflush(stdout);
+	t0 = now_s();
+	*what = "test(recv)";
+	while (err == ncclSuccess) {
+		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
+			int dn = 0;
+
+			err = n_test(rreq[i], &dn, NULL);
+			CHECK(err != ncclSuccess || !dn, "fault: a receive nobody sends to completed");
+		}
+		if (err == ncclSuccess) {
+			CHECK(now_s() - t0 < 3 * g_deadline_s,
+			      "fault: only receives posted, and the link failure never reached them (%.0f s)",
+			      3 * g_deadline_s);
+			poll_pause();
+		}
+	}
+	say("# fault: %s returned %d %.2f s after the receives were posted\n", *what, (int)err,
+	    now_s() - t0);
+	return err;
+}
+
+static void fault_round(int round, bool quiet)
+{
+	void *s, *r, *sreq[FAIL_INFLIGHT] = { 0 }, *rreq[FAIL_INFLIGHT] = { 0 };
+	struct area sa, ra;
+	ncclResult_t err;
+	const char *what = "";
+	double t_err;
+
+	setup_pair(&s, &r);
+	area_init(&sa, s, (size_t)FAIL_INFLIGHT * FAIL_MSG);
+	area_init(&ra, r, (size_t)FAIL_INFLIGHT * FAIL_MSG);
+	barrier();
+	if (quiet) {
+		static const size_t sz[] = { 4u << 20 };
+
+		xfer_both(s, r, &sa, &ra, sz, 1, 0, 555);
+		err = fault_quiet(round, r, &ra, rreq, &what);
+	} else {
+		say("# fault: round %d streaming\n", round);
+		fflush(stdout);
+		err = fault_stream(s, r, &sa, &ra, sreq, rreq, &what);
+	}
+	t_err = now_s();
+	CHECK(nccl_link_error(err), "fault: %s returned %d (ncclSystemError or ncclRemoteError expected)",
+	      what, (int)err);
+	/* every request in flight ends: completed before the failure, or failed */
+	for (int i = 0; i < FAIL_INFLIGHT; i++)
+		for (int k = 0; k < 2; k++) {
+			void *q = k ? sreq[i] : rreq[i];
+			int dn = 0;
+			ncclResult_t e;
+
+			if (!q)
+				continue;
+			do {
+				e = TIMED(n_test(q, &dn, NULL), "test after the failure");
+				CHECK(e == ncclSuccess || nccl_link_error(e), "fault: test returned %d", (int)e);
+				CHECK(now_s() - t_err < g_deadline_s, "fault: a request neither completes nor fails");
+				if (e == ncclSuccess && !dn)
+					poll_pause();
+			} while (e == ncclSuccess && !dn);
+		}
+	{
+		void *q = (void *)1, *d[1] = { ra.p }, *mh[1] = { ra.mh };
+		size_t cap = 64;
+		int tag = 1 - g_rank;
+		ncclResult_t e = n_isend(s, sa.p, 64, g_rank, sa.mh, &q);
+
+		CHECK(e != ncclSuccess && q == NULL, "fault: isend after the failure returned %d, request %p",
+		      (int)e, q);
+		q = (void *)1;
+		e = n_irecv(r, 1, d, &cap, &tag, mh, &q);
+		CHECK(e != ncclSuccess && q == NULL, "fault: irecv after the failure returned %d, request %p",
+		      (int)e, q);
+	}
+	OKR(n_closeSend(s), "closeSend after the failure");
+	OKR(n_closeRecv(r), "closeRecv after the failure");
+	area_free(&sa, s);
+	area_free(&ra, r);
+	pass(quiet ? "link failure with only receives posted: they fail with ncclSystemError/ncclRemoteError, later calls fail, close and deregMr succeed"
+		   : "link failure mid-transfer: in-flight requests fail with ncclSystemError/ncclRemoteError, later calls fail, close and deregMr succeed");
+}
+
+/* after round's failure: connect again once the link is back */
+static void fault_revive(int round)
+{
+	const char *path = odl_tb5_rccl_stats_path();
+	const struct odl_tb5_rccl_stats *st = path ? stats_map(path) : NULL;
+	uint64_t rev0 = st && st->size >= offsetof(struct odl_tb5_rccl_stats, revivals) + 8
+				? __atomic_load_n(&st->revivals, __ATOMIC_RELAXED) : 0;
+	static const size_t sz[] = { 0, 1, 4097, 1u << 20, 4u << 20 };
+	unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+	struct area a2, b2;
+	void *l = NULL, *s, *r;
+	int tries = 0;
+	double t0 = now_s();
+	ncclResult_t e;
+
+	say("# fault: round %d link down handled\n", round);
+	fflush(stdout);
+	while ((e = n_listen(g_dev, h, &l)) != ncclSuccess) {
+		CHECK(nccl_link_error(e), "fault: listen on the failed device returned %d", (int)e);
+		CHECK(now_s() - t0 < 3 * g_deadline_s, "fault: the link did not come back in %.0f s",
+		      3 * g_deadline_s);
+		tries++;
+		sleep_ms(250);
+	}
+	OKR(n_closeListen(l), "closeListen");
+	say("# fault: round %d device usable again after %.1f s (%d listen attempts refused)\n", round,
+	    now_s() - t0, tries);
+	barrier();
+	setup_pair(&s, &r);
+	area_init(&a2, s, 6u << 20);
+	area_init(&b2, r, 6u << 20);
+	xfer_both(s, r, &a2, &b2, sz, 5, 0, 777 + (uint32_t)round);
+	area_free(&a2, s);
+	area_free(&b2, r);
+	barrier();
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	if (st) {
+		uint64_t rev = __atomic_load_n(&st->revivals, __ATOMIC_RELAXED) - rev0;
+
+		CHECK(rev >= 1, "fault: statistics count %llu revivals", (unsigned long long)rev);
+		munmap((void *)st, sizeof(*st));
+	}
+	say("# fault: round %d reconnected\n", round);
+	pass("after the replug the same process connects again: new comms carry 0 B .. 4 MiB both ways, verified");
+}
+
+static void t_link_failure(void)
+{
+	fault_round(1, false);
+	if (g_fail == 1)
+		return; /* the peer is dead */
+	fault_revive(1);
+	fault_round(2, true);
+	fault_revive(2);
+}
+
 static void run_rank(int want_api)
 {
 	g_lib = load_plugin();
@@ -2256,6 +2520,11 @@ static void run_rank(int want_api)
 	int ndev = t_init_props();
 	const char *d = getenv("NETCONF_DEV");
 	g_dev = d ? atoi(d) : 0;
+	if (g_fail) {
+		barrier();
+		t_link_failure();
+		return;
+	}
 	if (g_bench_bytes) {
 		barrier();
 		bench_allreduce();
@@ -2422,6 +2691,8 @@ int main(int argc, char **argv)
 			no_shm = 1;
 		else if (!strcmp(a, "--dmabuf"))
 			g_dmabuf = 1;
+		else if (!strcmp(a, "--fail") && v && (!strcmp(v, "kill") || !strcmp(v, "unplug")))
+			g_fail = !strcmp(v, "kill") ? 1 : 2, i++;
 		else if (!strcmp(a, "--load-only"))
 			loadonly = 1;
 		else {
@@ -2465,7 +2736,8 @@ int main(int argc, char **argv)
 			}
 			g_pass_as_comment = r == 1; /* one TAP stream: rank 0's */
 			run_rank(want_api);
-			barrier();
+			if (g_fail != 1) /* --fail kill: the peer is dead */
+				barrier();
 			if (r == 0)
 				say("1..%d\n", g_tapn);
 			fflush(stdout);
@@ -2499,6 +2771,14 @@ int main(int argc, char **argv)
 	}
 	int ok = 1;
 	for (int r = 0; r < 2; r++) {
+		if (g_fail == 1 && r == 1) {
+			/* --fail kill: rank 1 must have died by its own SIGKILL */
+			if (!WIFSIGNALED(status[r]) || WTERMSIG(status[r]) != SIGKILL) {
+				ok = 0;
+				say("# rank1 was to die by SIGKILL (status %#x)\n", status[r]);
+			}
+			continue;
+		}
 		if (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]) != 0) {
 			ok = 0;
 			say("# rank%d exited with %s %d\n", r, WIFEXITED(status[r]) ? "status" : "signal",

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 		{ "zc_rx_bytes", LD(zc_rx_bytes) }, { "zc_regs", LD(zc_regs) },
 		{ "zc_fallbacks", LD(zc_fallbacks) }, { "cts_urgent", LD(cts_urgent) },
 		{ "idle_wakeups", LD(idle_wakeups) }, { "dmabuf_regs", LD(dmabuf_regs) },
-		{ "dmabuf_imports", LD(dmabuf_imports) },
+		{ "dmabuf_imports", LD(dmabuf_imports) }, { "revivals", LD(revivals) },
 	};
 	if (json) {
 		printf("{\"path\": \"%s\", \"version\": %u, \"uptime_s\": %.3f", path, s->version, uptime);

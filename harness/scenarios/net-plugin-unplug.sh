@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# net-plugin-unplug: the cable is pulled under the RCCL/NCCL net plugin and
+# plugged back, twice, the same two processes running throughout (netconf
+# --fail unplug, one rank per VM over /dev/odl_tb5_0; see t_link_failure in
+# rccl/tests/netconf.c). Round 1 pulls it while both ranks stream 1 MiB
+# messages both ways; round 2 while each rank has only receives posted that
+# its peer never matches (the failure must reach a caller that only tests).
+# Each time the failure must reach both ranks as NCCL errors
+# (ncclSystemError / ncclRemoteError: no hang, no crash), every request in
+# flight must end, new requests must be refused, and closeSend/closeRecv/
+# deregMr must still work (NCCL's abort path); after the replug the same
+# plugin instance must listen and connect again (the device is opened anew,
+# found by its peer's UUID) and move 0 B .. 4 MiB both ways, verified; the
+# statistics count both revivals. The out-of-band channel is virtio-net, as
+# in net-plugin. Needs `make driver rccl`.
+. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/odl-lib.sh"
+RCCL_BUILD=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}
+NETCONF=$RCCL_BUILD/netconf.static
+STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
+tap_plan 14
+tap_timeout 900
+odl_need_build
+[ -x "$NETCONF" ] && [ -x "$STATS" ] ||
+	bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
+
+pair_up --virtio-net --mem 1024
+for v in a b; do
+	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null &&
+		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null ||
+		bail_out "cannot copy the driver and the harness into $v"
+	check "odl_tb5 loads on $v" odl_load $v
+done
+odl_wait_connected a 90 && odl_wait_connected b 90 || bail_out "no login"
+for v in a b; do
+	[ $v = a ] && ip=198.51.100.1 || ip=198.51.100.2
+	vm $v sh -c "ip link set eth0 up && ip addr add $ip/24 dev eth0" >/dev/null 2>&1
+done
+wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || bail_out "out-of-band path (virtio-net) does not ping"
+
+env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78"
+args="--fail unplug --deadline 60 --call-bound 2"
+vm a sh -c "rm -f /tmp/nf.out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen 29520 $args; echo netconf-exit=\$?' > /tmp/nf.out 2>&1 < /dev/null &"
+vm b sh -c "rm -f /tmp/nf.out; setsid sh -c '$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29520 $args; echo netconf-exit=\$?' > /tmp/nf.out 2>&1 < /dev/null &"
+rx_mib() {
+	vm "$1" /tmp/rccl_stats --json 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["rx_bytes"] >> 20)' 2>/dev/null || echo 0
+}
+both() { vm a grep -q "$1" /tmp/nf.out && vm b grep -q "$1" /tmp/nf.out; }
+outputs() { echo "rank 0 (a):"; vm a cat /tmp/nf.out 2>&1 | tail -n 30; echo "rank 1 (b):"; vm b cat /tmp/nf.out 2>&1 | tail -n 30; }
+
+# round N, how the cable is pulled: "streaming" (mid-transfer, once a has
+# received 8 MiB more) or "quiet" (only unmatched receives posted)
+round() {
+	local n=$1 kind=$2 base
+	if wait_for "both '# fault: round $n $kind'" 180 2; then
+		base=$(rx_mib a)
+		if [ "$kind" = quiet ] || wait_for '[ "$(rx_mib a)" -ge $((base + 8)) ]' 120 2; then
+			"$VMPAIR" cable unplug >/dev/null
+			ok "round $n: both ranks $kind (a has received $(rx_mib a) MiB); cable pulled"
+		else
+			not_ok "round $n: both ranks $kind, data moving; cable pulled" "$(outputs)" "$(vm a /tmp/rccl_stats 2>&1)"
+		fi
+	else
+		not_ok "round $n: both ranks $kind; cable pulled" "$(outputs)"
+	fi
+	if wait_for "both 'fault: round $n link down handled' || vm a grep -q netconf-exit= /tmp/nf.out || vm b grep -q netconf-exit= /tmp/nf.out" 300 2 &&
+		both "fault: round $n link down handled"; then
+		ok "round $n: both ranks got NCCL errors, in-flight requests ended, new ones refused, close and deregMr worked" \
+			"$(vm a grep '^# fault: .* returned' /tmp/nf.out | tail -n 1)" "$(vm b grep '^# fault: .* returned' /tmp/nf.out | tail -n 1)"
+	else
+		not_ok "round $n: both ranks got NCCL errors, in-flight requests ended, new ones refused, close and deregMr worked" "$(outputs)"
+	fi
+	# the devices go with the cable (netconf lets go of them), then come back
+	if wait_for "! vm a test -e /dev/odl_tb5_0 && ! vm b test -e /dev/odl_tb5_0" 120; then
+		ok "round $n: both odl_tb5 devices went away with the cable"
+	else
+		not_ok "round $n: both odl_tb5 devices went away with the cable" "$(vm a ls /dev 2>&1 | grep odl)" "$("$VMPAIR" cable status)"
+	fi
+	"$VMPAIR" cable plug >/dev/null
+	if wait_for "both 'fault: round $n reconnected' || vm a grep -q netconf-exit= /tmp/nf.out || vm b grep -q netconf-exit= /tmp/nf.out" 400 2 &&
+		both "fault: round $n reconnected"; then
+		ok "round $n: after the replug both processes connected again, 0 B .. 4 MiB both ways verified" \
+			"$(vm a grep "^# fault: round $n device usable" /tmp/nf.out)" "$(vm b grep "^# fault: round $n device usable" /tmp/nf.out)"
+	else
+		not_ok "round $n: after the replug both processes connected again, 0 B .. 4 MiB both ways verified" "$(outputs)" "$("$VMPAIR" cable status)"
+	fi
+}
+round 1 streaming
+round 2 quiet
+if wait_for "both netconf-exit=" 120 2 && both 'netconf-exit=0' &&
+	[ "$(vm a grep -cE '^ok [0-9]+ - rank0: (link failure|after the replug)' /tmp/nf.out)" = 4 ] &&
+	[ "$(vm b grep -cE '^ok [0-9]+ - rank1: (link failure|after the replug)' /tmp/nf.out)" = 4 ]; then
+	ok "both processes passed every step (two failures, two reconnections) and exited 0"
+else
+	not_ok "both processes passed every step (two failures, two reconnections) and exited 0" "$(outputs)"
+fi
+sa=$(vm a /tmp/rccl_stats --json 2>&1)
+sb=$(vm b /tmp/rccl_stats --json 2>&1)
+if res=$(python3 -c '
+import json, sys
+for n, t in (("a", sys.argv[1]), ("b", sys.argv[2])):
+    s = json.loads(t)
+    assert s["revivals"] >= 2, "%s: revivals %d" % (n, s["revivals"])
+    assert s["procs_attached"] == 0, "%s: procs_attached %d" % (n, s["procs_attached"])
+    print("%s: revivals %d, errors %d, tx %d rx %d bytes" % (n, s["revivals"], s["errors"], s["tx_bytes"], s["rx_bytes"]))
+' "$sa" "$sb" 2>&1); then
+	ok "statistics: both count the two revivals" "$res"
+else
+	not_ok "statistics: both count the two revivals" "$res" "a: $sa" "b: $sb"
+fi
+odl_check_clean
+tap_done
