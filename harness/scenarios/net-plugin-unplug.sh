@@ -12,14 +12,17 @@
 # deregMr must still work (NCCL's abort path); after the replug the same
 # plugin instance must listen and connect again (the device is opened anew,
 # found by its peer's UUID) and move 0 B .. 4 MiB both ways, verified; the
-# statistics count both revivals. The out-of-band channel is virtio-net, as
-# in net-plugin. Needs `make driver rccl`.
+# statistics count both revivals. Round 3 leaves the cable in and kills rank
+# 1's process while both have only unmatched receives posted: rank 0's
+# keepalive (ODL_TB5_RCCL_PEER_TIMEOUT_MS, 4 s here) must fail its waiting
+# comms with ncclRemoteError, and the device must stay usable. The
+# out-of-band channel is virtio-net, as in net-plugin. Needs `make driver rccl`.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 RCCL_BUILD=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}
 NETCONF=$RCCL_BUILD/netconf.static
 STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
-tap_plan 14
+tap_plan 16
 tap_timeout 900
 odl_need_build
 [ -x "$NETCONF" ] && [ -x "$STATS" ] ||
@@ -39,7 +42,7 @@ for v in a b; do
 done
 wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || bail_out "out-of-band path (virtio-net) does not ping"
 
-env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78"
+env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78 ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000"
 args="--fail unplug --deadline 60 --call-bound 2"
 vm a sh -c "rm -f /tmp/nf.out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen 29520 $args; echo netconf-exit=\$?' > /tmp/nf.out 2>&1 < /dev/null &"
 vm b sh -c "rm -f /tmp/nf.out; setsid sh -c '$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29520 $args; echo netconf-exit=\$?' > /tmp/nf.out 2>&1 < /dev/null &"
@@ -89,12 +92,27 @@ round() {
 }
 round 1 streaming
 round 2 quiet
-if wait_for "both netconf-exit=" 120 2 && both 'netconf-exit=0' &&
-	[ "$(vm a grep -cE '^ok [0-9]+ - rank0: (link failure|after the replug)' /tmp/nf.out)" = 4 ] &&
-	[ "$(vm b grep -cE '^ok [0-9]+ - rank1: (link failure|after the replug)' /tmp/nf.out)" = 4 ]; then
-	ok "both processes passed every step (two failures, two reconnections) and exited 0"
+# round 3: the link stays up, rank 1's process goes (killed while both have
+# only unmatched receives posted): rank 0's keepalive must fail its waiting
+# comms with ncclRemoteError (ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000 here) and
+# leave the device usable
+if wait_for "both '# fault: round 3 quiet'" 180 2 && vm b sh -c 'kill -9 $(pidof netconf)'; then
+	ok "round 3: both ranks quiet; rank 1's process killed, the cable left in"
 else
-	not_ok "both processes passed every step (two failures, two reconnections) and exited 0" "$(outputs)"
+	not_ok "round 3: both ranks quiet; rank 1's process killed, the cable left in" "$(outputs)"
+fi
+if wait_for "both netconf-exit=" 120 2 && vm a grep -q '^netconf-exit=0$' /tmp/nf.out &&
+	vm a grep -qE '^ok [0-9]+ - rank0: peer process gone with the link up' /tmp/nf.out; then
+	ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, the device stayed usable; exited 0" \
+		"$(vm a grep '^# fault: round 3:' /tmp/nf.out)"
+else
+	not_ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, the device stayed usable; exited 0" "$(outputs)"
+fi
+if [ "$(vm a grep -cE '^ok [0-9]+ - rank0: (link failure|after the replug)' /tmp/nf.out)" = 4 ] &&
+	[ "$(vm b grep -cE '^ok [0-9]+ - rank1: (link failure|after the replug)' /tmp/nf.out)" = 4 ]; then
+	ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)"
+else
+	not_ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)" "$(outputs)"
 fi
 sa=$(vm a /tmp/rccl_stats --json 2>&1)
 sb=$(vm b /tmp/rccl_stats --json 2>&1)
@@ -103,12 +121,15 @@ import json, sys
 for n, t in (("a", sys.argv[1]), ("b", sys.argv[2])):
     s = json.loads(t)
     assert s["revivals"] >= 2, "%s: revivals %d" % (n, s["revivals"])
-    assert s["procs_attached"] == 0, "%s: procs_attached %d" % (n, s["procs_attached"])
-    print("%s: revivals %d, errors %d, tx %d rx %d bytes" % (n, s["revivals"], s["errors"], s["tx_bytes"], s["rx_bytes"]))
+    if n == "a":
+        assert s["pings"] >= 1 and s["peer_lost"] >= 2, "a: pings %d peer_lost %d" % (s["pings"], s["peer_lost"])
+    # the process on b was killed: it never detached
+    assert s["procs_attached"] == (0 if n == "a" else 1), "%s: procs_attached %d" % (n, s["procs_attached"])
+    print("%s: revivals %d, pings %d, peer_lost %d, errors %d, tx %d rx %d bytes" % (n, s["revivals"], s["pings"], s["peer_lost"], s["errors"], s["tx_bytes"], s["rx_bytes"]))
 ' "$sa" "$sb" 2>&1); then
-	ok "statistics: both count the two revivals" "$res"
+	ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed" "$res"
 else
-	not_ok "statistics: both count the two revivals" "$res" "a: $sa" "b: $sb"
+	not_ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed" "$res" "a: $sa" "b: $sb"
 fi
 odl_check_clean
 tap_done

@@ -97,8 +97,13 @@ struct odl_tb5_rccl_stats {
 				  * copy (the rest: through their mapping) */
 	/* in place of a reserved word; 0 from older plugins */
 	uint64_t revivals;	/* devices whose failed link was opened again */
+	/* keepalive (in place of reserved words; 0 from older plugins) */
+	uint64_t pings;		/* PINGs sent to a silent peer while waiting for it */
+	uint64_t peer_lost;	/* comms failed because their peer process was gone
+				 * (silent past ODL_TB5_RCCL_PEER_TIMEOUT_MS, or
+				 * another process answered on its port) */
 
-	uint64_t reserved[7];
+	uint64_t reserved[5];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -221,6 +221,8 @@ enum {
 	M_DATA,
 	M_DERR,
 	M_CLOSE,
+	M_PING, /* are you there? (total: the sender's instance) */
+	M_PONG, /* yes (total: the sender's instance) */
 };
 
 struct wire_hdr {
@@ -336,6 +338,7 @@ struct krx_ent {
 
 struct conn_pending {
 	uint32_t peer_id;
+	uint64_t peer_inst; /* the connecting process's instance */
 	struct conn_pending *next;
 };
 
@@ -344,6 +347,7 @@ struct odlp_comm {
 	enum comm_kind kind;
 	enum comm_state state;
 	uint32_t id, peer_id;
+	uint64_t peer_inst; /* send/recv: the peer process's instance (0 unknown) */
 	struct odlp_dev *dev;
 	struct odlp_comm *next;
 	int nmr;
@@ -415,6 +419,10 @@ struct odlp_dev {
 	/* completion batches processed (under mu): a test() that saw no new
 	 * one since its last test of a request waits (test_wait) */
 	uint64_t gen;
+	/* peer liveness (keepalive): when the peer's endpoint last sent
+	 * anything, and when this side last asked (PING) */
+	uint64_t last_rx_ns, last_ping_ns;
+	uint64_t peer_inst; /* the instance of the latest PING/PONG/CONN/ACK */
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -427,6 +435,10 @@ static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
 /* ODL_TB5_RCCL_DMABUF=1: ptrSupport advertises NCCL_PTR_DMABUF */
 static bool g_dmabuf_adv;
 static long g_poll_ms = ODL_TB5_RCCL_POLL_MS_DEFAULT;
+/* ODL_TB5_RCCL_PEER_TIMEOUT_MS: a peer endpoint silent this long while
+ * this side waits for it is gone (0: never); PINGs go out at a quarter */
+#define DEFAULT_PEER_TIMEOUT_MS 10000
+static long g_peer_timeout_ms = DEFAULT_PEER_TIMEOUT_MS;
 
 /*
  * Completion batches processed by any device's progress thread. A test()
@@ -683,7 +695,8 @@ static void tx_pump_slots(struct odlp_dev *d)
 			/* a CTS lets the peer send: it must not wait behind
 			 * the bulk data this side has queued */
 			if (!tx_slot_send(d, slot, sizeof(m->h) + m->h.len,
-					  d->urgent_cts && m->h.type == M_CTS))
+					  (d->urgent_cts && m->h.type == M_CTS) ||
+						  m->h.type == M_PING || m->h.type == M_PONG))
 				return;
 			d->cq_head = m->next;
 			if (!d->cq_head)
@@ -850,6 +863,81 @@ static void entry_done(struct odlp_req *r, int idx)
 		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * A message from the peer process `inst` (0: not said). Comms set up with
+ * another instance are dead: that process is gone, a new one has the port.
+ */
+static void peer_instance(struct odlp_dev *d, uint64_t inst)
+{
+	if (!inst)
+		return;
+	if (d->peer_inst && d->peer_inst != inst)
+		INFO("device %s: the peer process changed", d->name);
+	d->peer_inst = inst;
+	for (struct odlp_comm *c = d->comms; c; c = c->next)
+		if (c->kind != K_LISTEN && c->peer_inst && c->peer_inst != inst &&
+		    (c->state == S_READY || c->state == S_PENDING)) {
+			WARN("comm %u: its peer process is gone (another one uses the port now)",
+			     c->id);
+			c->state = S_FAILED;
+			STAT_ADD(peer_lost, 1);
+		}
+}
+
+/*
+ * Keepalive (progress thread, d->mu held). Only while this side waits for
+ * the peer - a request in flight, a connect not answered - does silence
+ * count: after a quarter of ODL_TB5_RCCL_PEER_TIMEOUT_MS without a message
+ * from the peer's endpoint a PING goes out (answered by the peer's progress
+ * thread, whatever its application does); after the whole of it the peer
+ * process is taken for gone (killed, hung: the link itself is up, and its
+ * driver drops messages for a port nobody holds) and every waiting comm
+ * fails with ncclRemoteError instead of waiting forever.
+ */
+static void keepalive(struct odlp_dev *d)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC), tmo = (uint64_t)g_peer_timeout_ms * 1000000ull;
+	bool waiting = false;
+
+	if (!tmo || d->dead)
+		return;
+	if (now - d->last_rx_ns < tmo / 4)
+		return;
+	for (struct odlp_comm *c = d->comms; c && !waiting; c = c->next) {
+		if (c->kind == K_LISTEN || (c->state != S_READY && c->state != S_PENDING))
+			continue;
+		if (c->state == S_PENDING)
+			waiting = true;
+		for (int i = 0; i < c->nreqs && !waiting; i++)
+			waiting = c->reqs[i].in_use && !c->reqs[i].done;
+	}
+	if (!waiting) {
+		d->last_rx_ns = now; /* silence counts from when waiting starts */
+		return;
+	}
+	if (now - d->last_rx_ns >= tmo) {
+		WARN("device %s: no word from the peer's endpoint for %ld ms while waiting for it: its comms fail (peer process gone?)",
+		     d->name, g_peer_timeout_ms);
+		for (struct odlp_comm *c = d->comms; c; c = c->next)
+			if (c->kind != K_LISTEN && (c->state == S_READY || c->state == S_PENDING)) {
+				c->state = S_FAILED;
+				STAT_ADD(peer_lost, 1);
+			}
+		d->last_rx_ns = now;
+		d->gen++;
+		progress_notify();
+		return;
+	}
+	if (now - d->last_ping_ns >= tmo / 4) {
+		struct wire_hdr h = { .type = M_PING, .total = g_instance };
+
+		d->last_ping_ns = now;
+		queue_ctrl(d, &h, NULL, 0);
+		tx_pump(d);
+		STAT_ADD(pings, 1);
+	}
+}
+
 static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 {
 	const struct wire_hdr *h = (const void *)p;
@@ -861,10 +949,23 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 		STAT_ADD(errors, 1);
 		return;
 	}
+	d->last_rx_ns = now_ns(CLOCK_MONOTONIC);
 	c = find_comm(d, h->dst);
 	switch (h->type) {
+	case M_PING: {
+		struct wire_hdr pong = { .type = M_PONG, .total = g_instance };
+
+		peer_instance(d, h->total);
+		queue_ctrl(d, &pong, NULL, 0);
+		return;
+	}
+	case M_PONG:
+		peer_instance(d, h->total);
+		return;
 	case M_CONN: {
 		struct conn_pending *cp;
+
+		peer_instance(d, h->total);
 
 		if (!c || c->kind != K_LISTEN || c->nonce != h->nonce) {
 			struct wire_hdr rej = { .type = M_REJ, .dst = h->src };
@@ -878,6 +979,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 			return;
 		}
 		cp->peer_id = h->src;
+		cp->peer_inst = h->total;
 		if (c->pend_tail)
 			c->pend_tail->next = cp;
 		else
@@ -888,8 +990,10 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 	case M_ACK:
 		if (c && c->kind == K_SEND && c->state == S_PENDING) {
 			c->peer_id = h->src;
+			c->peer_inst = h->total;
 			c->state = S_READY;
 		}
+		peer_instance(d, h->total);
 		return;
 	case M_REJ:
 		if (c && c->kind == K_SEND && c->state == S_PENDING)
@@ -1033,6 +1137,8 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 		struct odl_tb5_completion *cp = &comps[i];
 		uint32_t slot = (uint32_t)cp->cookie;
 
+		if (cp->op == ODL_TB5_OP_RECV && cp->status == 0)
+			d->last_rx_ns = now_ns(CLOCK_MONOTONIC); /* the peer is there */
 		if (cp->cookie & (KC_TX | KC_RX)) {
 			zc_complete(d, cp);
 			continue;
@@ -1086,6 +1192,9 @@ static void *progress_thread(void *arg)
 		pthread_mutex_lock(&d->poll_mu);
 		n = d->dead ? 0 : dev_progress(d, (int)g_poll_ms);
 		pthread_mutex_unlock(&d->poll_mu);
+		pthread_mutex_lock(&d->mu);
+		keepalive(d);
+		pthread_mutex_unlock(&d->mu);
 		if (d->dead) {
 			struct timespec ts = { g_poll_ms / 1000, (g_poll_ms % 1000) * 1000000 };
 
@@ -1213,6 +1322,8 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		d->next_id = 1; /* comm ids stay unique across revivals */
 	d->next_key = 1;
 	d->open_gen++;
+	d->last_rx_ns = now_ns(CLOCK_MONOTONIC);
+	d->last_ping_ns = 0;
 	d->zc = env_long("ODL_TB5_RCCL_ZEROCOPY", 1, 0, 1) != 0;
 	d->urgent_cts = env_long("ODL_TB5_RCCL_URGENT_CTS", 1, 0, 1) != 0;
 
@@ -1449,6 +1560,8 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", DEFAULT_PORT, 1, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
 	g_dmabuf_adv = env_long("ODL_TB5_RCCL_DMABUF", 0, 0, 1) != 0;
+	g_peer_timeout_ms = env_long("ODL_TB5_RCCL_PEER_TIMEOUT_MS", DEFAULT_PEER_TIMEOUT_MS, 0,
+				     3600000);
 	g_poll_ms = env_long(ODL_TB5_RCCL_POLL_MS_ENV, ODL_TB5_RCCL_POLL_MS_DEFAULT, 1,
 			     ODL_TB5_RCCL_POLL_MS_MAX);
 	specs[0] = 0;
@@ -1738,9 +1851,11 @@ static ncclResult_t core_accept(void *listenComm, void **recvComm)
 		if (!l->pend_head)
 			l->pend_tail = NULL;
 		c->peer_id = cp->peer_id;
+		c->peer_inst = cp->peer_inst;
 		c->state = S_READY;
 		free(cp);
-		struct wire_hdr h = { .type = M_ACK, .dst = c->peer_id, .src = c->id };
+		struct wire_hdr h = { .type = M_ACK, .dst = c->peer_id, .src = c->id,
+				      .total = g_instance };
 		queue_ctrl(d, &h, NULL, 0);
 		tx_pump(d);
 		*recvComm = c;

@@ -22,11 +22,14 @@
  *                                        process (the "fresh process" test)
  *   netconf --rank R ... --bench BYTES   all-reduce benchmark instead of the
  *                                        conformance sequence (see bench_allreduce)
- *   netconf ... --fail kill|unplug       link failure instead of the conformance
+ *   netconf ... --fail kill|stop|unplug  link failure instead of the conformance
  *                                        sequence (see t_link_failure): kill
  *                                        (spawn mode) rank 1 dies mid-transfer;
+ *                                        stop (spawn mode) rank 1 stops
+ *                                        (SIGSTOP): the keepalive must notice;
  *                                        unplug (two VMs) the cable is pulled
- *                                        mid-transfer and plugged back
+ *                                        and plugged back twice, then the
+ *                                        scenario kills rank 1
  *   netconf --rank R ... --dmabuf        also regMrDmaBuf's data path, with
  *                                        DMA-bufs from the test exporter
  *                                        (/dev/odl_dmabuf_exp, odl_dmabuf_exp.ko)
@@ -2502,14 +2505,114 @@ static void fault_revive(int round)
 	pass("after the replug the same process connects again: new comms carry 0 B .. 4 MiB both ways, verified");
 }
 
+/*
+ * The peer process goes away while the link stays up (its driver drops what
+ * is sent to the port it held): the plugin's keepalive must fail the comms
+ * that wait for it with ncclRemoteError after ODL_TB5_RCCL_PEER_TIMEOUT_MS,
+ * and the device must stay usable. Each rank has only unmatched receives
+ * posted; then rank 1 stops itself (SIGSTOP, --fail stop: rank 0 kills it
+ * once it has seen the failure) or is killed by the scenario (--fail
+ * unplug, round 3).
+ */
+static int g_peer_gone; /* rank 0 goes on alone: no closing barrier */
+
+static long peer_timeout_ms(void)
+{
+	const char *e = getenv("ODL_TB5_RCCL_PEER_TIMEOUT_MS");
+
+	return e && *e ? atol(e) : 10000;
+}
+
+static void fault_peer_gone(int round)
+{
+	void *s, *r, *rreq[FAIL_INFLIGHT];
+	struct area sa, ra;
+	ncclResult_t err = ncclSuccess;
+	double t0, bound = 3.0 * (double)peer_timeout_ms() / 1000.0 + g_deadline_s;
+	uint64_t peer_pid;
+
+	CHECK(peer_timeout_ms() > 0, "fault: the keepalive is off (ODL_TB5_RCCL_PEER_TIMEOUT_MS=0)");
+	setup_pair(&s, &r);
+	area_init(&sa, s, FAIL_MSG);
+	area_init(&ra, r, (size_t)FAIL_INFLIGHT * FAIL_MSG);
+	peer_pid = exchange_u64((uint64_t)getpid());
+	for (int i = 0; i < FAIL_INFLIGHT; i++) {
+		void *d[1] = { ra.p + (size_t)i * FAIL_MSG }, *mh[1] = { ra.mh };
+		size_t cap = FAIL_MSG;
+		int tag = 1 - g_rank;
+
+		rreq[i] = post_recv(r, 1, d, &cap, &tag, mh);
+	}
+	barrier();
+	say("# fault: round %d quiet, only receives posted (peer process to go)\n", round);
+	fflush(stdout);
+	if (g_rank == 1) {
+		if (g_fail == 3)
+			raise(SIGSTOP); /* rank 0 kills it */
+		for (;;)
+			sleep_ms(1000); /* the scenario kills it */
+	}
+	t0 = now_s();
+	while (err == ncclSuccess) {
+		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
+			int dn = 0;
+
+			err = n_test(rreq[i], &dn, NULL);
+			CHECK(err != ncclSuccess || !dn, "fault: a receive nobody sends to completed");
+		}
+		if (err == ncclSuccess) {
+			CHECK(now_s() - t0 < bound, "fault: the peer process is gone and nothing failed in %.0f s",
+			      bound);
+			poll_pause();
+		}
+	}
+	say("# fault: round %d: test(recv) returned %d %.2f s after the receives were posted (keepalive timeout %ld ms)\n",
+	    round, (int)err, now_s() - t0, peer_timeout_ms());
+	CHECK(err == ncclRemoteError, "fault: test returned %d (ncclRemoteError expected: the link is up)",
+	      (int)err);
+	for (int i = 0; i < FAIL_INFLIGHT; i++) {
+		int dn = 0;
+		ncclResult_t e = n_test(rreq[i], &dn, NULL);
+
+		CHECK(e == ncclRemoteError, "fault: another receive's test returned %d", (int)e);
+	}
+	{
+		void *q = (void *)1;
+		ncclResult_t e = n_isend(s, sa.p, 64, g_rank, sa.mh, &q);
+
+		CHECK(e == ncclRemoteError && q == NULL, "fault: isend to the gone peer returned %d, request %p",
+		      (int)e, q);
+	}
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	area_free(&sa, s);
+	area_free(&ra, r);
+	{
+		unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+		void *l = NULL;
+
+		OKR(n_listen(g_dev, h, &l), "listen after the peer went (the link is up)");
+		OKR(n_closeListen(l), "closeListen");
+	}
+	if (g_fail == 3)
+		kill((pid_t)peer_pid, SIGKILL); /* stopped until now */
+	g_peer_gone = 1;
+	pass("peer process gone with the link up: waiting requests fail with ncclRemoteError after the keepalive timeout, the device stays usable");
+}
+
 static void t_link_failure(void)
 {
+	if (g_fail == 3) {
+		fault_peer_gone(1);
+		return;
+	}
 	fault_round(1, false);
 	if (g_fail == 1)
 		return; /* the peer is dead */
 	fault_revive(1);
 	fault_round(2, true);
 	fault_revive(2);
+	fault_peer_gone(3);
 }
 
 static void run_rank(int want_api)
@@ -2691,8 +2794,9 @@ int main(int argc, char **argv)
 			no_shm = 1;
 		else if (!strcmp(a, "--dmabuf"))
 			g_dmabuf = 1;
-		else if (!strcmp(a, "--fail") && v && (!strcmp(v, "kill") || !strcmp(v, "unplug")))
-			g_fail = !strcmp(v, "kill") ? 1 : 2, i++;
+		else if (!strcmp(a, "--fail") && v &&
+			 (!strcmp(v, "kill") || !strcmp(v, "unplug") || !strcmp(v, "stop")))
+			g_fail = !strcmp(v, "kill") ? 1 : !strcmp(v, "unplug") ? 2 : 3, i++;
 		else if (!strcmp(a, "--load-only"))
 			loadonly = 1;
 		else {
@@ -2711,7 +2815,8 @@ int main(int argc, char **argv)
 		g_oob = tcp_oob(rank == 0 ? (olisten ? olisten : "29500") : NULL,
 				rank == 0 ? NULL : (oconnect ? oconnect : "127.0.0.1:29500"));
 		run_rank(want_api);
-		barrier();
+		if (!g_peer_gone)
+			barrier();
 		say("1..%d\n", g_tapn);
 		return 0;
 	}
@@ -2736,7 +2841,7 @@ int main(int argc, char **argv)
 			}
 			g_pass_as_comment = r == 1; /* one TAP stream: rank 0's */
 			run_rank(want_api);
-			if (g_fail != 1) /* --fail kill: the peer is dead */
+			if (g_fail != 1 && !g_peer_gone) /* --fail kill/stop: the peer is dead */
 				barrier();
 			if (r == 0)
 				say("1..%d\n", g_tapn);
@@ -2771,8 +2876,8 @@ int main(int argc, char **argv)
 	}
 	int ok = 1;
 	for (int r = 0; r < 2; r++) {
-		if (g_fail == 1 && r == 1) {
-			/* --fail kill: rank 1 must have died by its own SIGKILL */
+		if ((g_fail == 1 || g_fail == 3) && r == 1) {
+			/* --fail kill/stop: rank 1 must have died by SIGKILL */
 			if (!WIFSIGNALED(status[r]) || WTERMSIG(status[r]) != SIGKILL) {
 				ok = 0;
 				say("# rank1 was to die by SIGKILL (status %#x)\n", status[r]);

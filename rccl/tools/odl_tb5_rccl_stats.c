@@ -83,6 +83,7 @@ int main(int argc, char **argv)
 		{ "zc_fallbacks", LD(zc_fallbacks) }, { "cts_urgent", LD(cts_urgent) },
 		{ "idle_wakeups", LD(idle_wakeups) }, { "dmabuf_regs", LD(dmabuf_regs) },
 		{ "dmabuf_imports", LD(dmabuf_imports) }, { "revivals", LD(revivals) },
+		{ "pings", LD(pings) }, { "peer_lost", LD(peer_lost) },
 	};
 	if (json) {
 		printf("{\"path\": \"%s\", \"version\": %u, \"uptime_s\": %.3f", path, s->version, uptime);
