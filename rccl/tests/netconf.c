@@ -2352,30 +2352,27 @@ static ncclResult_t fault_stream(void *s, void *r, struct area *sa, struct area 
 	return err;
 }
 
-/* only receives posted, none of which the peer matches: test until one fails */
-static ncclResult_t fault_quiet(int round, void *r, struct area *ra, void **rreq, const char **what)
+/* FAIL_INFLIGHT receives the peer never matches (it sends nothing) */
+static void post_unmatched(void *r, struct area *ra, void **rreq)
 {
-	ncclResult_t err = ncclSuccess;
-	double t0;
-
 	for (int i = 0; i < FAIL_INFLIGHT; i++) {
 		void *d[1] = { ra->p + (size_t)i * FAIL_MSG }, *mh[1] = { ra->mh };
 		size_t cap = FAIL_MSG;
 		int tag = 1 - g_rank;
-
-		rreq[i] = post_recv(r, 1, d, &cap, &tag, mh);
-	}
-	for (int i = 0; i < FAIL_INFLIGHT; i++) {
 		int dn = 0;
 
+		rreq[i] = post_recv(r, 1, d, &cap, &tag, mh);
 		OKR(n_test(rreq[i], &dn, NULL), "test(recv)");
 		CHECK(!dn, "fault: a receive nobody sends to completed");
 	}
-	barrier();
-	say("# fault: round %d quiet, only receives posted\n", round);
-	fflush(stdout);
-	t0 = now_s();
-	*what = "test(recv)";
+}
+
+/* test the unmatched receives until one fails (at most bound s: why) */
+static ncclResult_t test_until_failure(void **rreq, double bound, const char *why)
+{
+	ncclResult_t err = ncclSuccess;
+	double t0 = now_s();
+
 	while (err == ncclSuccess) {
 		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
 			int dn = 0;
@@ -2384,15 +2381,24 @@ static ncclResult_t fault_quiet(int round, void *r, struct area *ra, void **rreq
 			CHECK(err != ncclSuccess || !dn, "fault: a receive nobody sends to completed");
 		}
 		if (err == ncclSuccess) {
-			CHECK(now_s() - t0 < 3 * g_deadline_s,
-			      "fault: only receives posted, and the link failure never reached them (%.0f s)",
-			      3 * g_deadline_s);
+			CHECK(now_s() - t0 < bound, "fault: %s, and nothing failed in %.0f s", why, bound);
 			poll_pause();
 		}
 	}
-	say("# fault: %s returned %d %.2f s after the receives were posted\n", *what, (int)err,
+	say("# fault: test(recv) returned %d %.2f s after the receives were posted\n", (int)err,
 	    now_s() - t0);
 	return err;
+}
+
+/* only receives posted, none of which the peer matches: test until one fails */
+static ncclResult_t fault_quiet(int round, void *r, struct area *ra, void **rreq, const char **what)
+{
+	post_unmatched(r, ra, rreq);
+	barrier();
+	say("# fault: round %d quiet, only receives posted\n", round);
+	fflush(stdout);
+	*what = "test(recv)";
+	return test_until_failure(rreq, 3 * g_deadline_s, "only receives posted when the link went");
 }
 
 static void fault_round(int round, bool quiet)
@@ -2527,8 +2533,8 @@ static void fault_peer_gone(int round)
 {
 	void *s, *r, *rreq[FAIL_INFLIGHT];
 	struct area sa, ra;
-	ncclResult_t err = ncclSuccess;
-	double t0, bound = 3.0 * (double)peer_timeout_ms() / 1000.0 + g_deadline_s;
+	ncclResult_t err;
+	double bound = 3.0 * (double)peer_timeout_ms() / 1000.0 + g_deadline_s;
 	uint64_t peer_pid;
 
 	CHECK(peer_timeout_ms() > 0, "fault: the keepalive is off (ODL_TB5_RCCL_PEER_TIMEOUT_MS=0)");
@@ -2536,13 +2542,7 @@ static void fault_peer_gone(int round)
 	area_init(&sa, s, FAIL_MSG);
 	area_init(&ra, r, (size_t)FAIL_INFLIGHT * FAIL_MSG);
 	peer_pid = exchange_u64((uint64_t)getpid());
-	for (int i = 0; i < FAIL_INFLIGHT; i++) {
-		void *d[1] = { ra.p + (size_t)i * FAIL_MSG }, *mh[1] = { ra.mh };
-		size_t cap = FAIL_MSG;
-		int tag = 1 - g_rank;
-
-		rreq[i] = post_recv(r, 1, d, &cap, &tag, mh);
-	}
+	post_unmatched(r, &ra, rreq);
 	barrier();
 	say("# fault: round %d quiet, only receives posted (peer process to go)\n", round);
 	fflush(stdout);
@@ -2552,22 +2552,8 @@ static void fault_peer_gone(int round)
 		for (;;)
 			sleep_ms(1000); /* the scenario kills it */
 	}
-	t0 = now_s();
-	while (err == ncclSuccess) {
-		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
-			int dn = 0;
-
-			err = n_test(rreq[i], &dn, NULL);
-			CHECK(err != ncclSuccess || !dn, "fault: a receive nobody sends to completed");
-		}
-		if (err == ncclSuccess) {
-			CHECK(now_s() - t0 < bound, "fault: the peer process is gone and nothing failed in %.0f s",
-			      bound);
-			poll_pause();
-		}
-	}
-	say("# fault: round %d: test(recv) returned %d %.2f s after the receives were posted (keepalive timeout %ld ms)\n",
-	    round, (int)err, now_s() - t0, peer_timeout_ms());
+	err = test_until_failure(rreq, bound, "the peer process is gone");
+	say("# fault: round %d: the keepalive timeout is %ld ms\n", round, peer_timeout_ms());
 	CHECK(err == ncclRemoteError, "fault: test returned %d (ncclRemoteError expected: the link is up)",
 	      (int)err);
 	for (int i = 0; i < FAIL_INFLIGHT; i++) {
