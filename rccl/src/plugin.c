@@ -949,7 +949,6 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 		STAT_ADD(errors, 1);
 		return;
 	}
-	d->last_rx_ns = now_ns(CLOCK_MONOTONIC);
 	c = find_comm(d, h->dst);
 	switch (h->type) {
 	case M_PING: {
@@ -1126,6 +1125,7 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp)
 static int dev_progress(struct odlp_dev *d, int timeout_ms)
 {
 	struct odl_tb5_completion comps[32];
+	bool heard = false; /* something arrived from the peer (keepalive) */
 	int n, rc;
 
 	n = odl_tb5_poll(d->h, comps, 32, timeout_ms,
@@ -1138,7 +1138,7 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 		uint32_t slot = (uint32_t)cp->cookie;
 
 		if (cp->op == ODL_TB5_OP_RECV && cp->status == 0)
-			d->last_rx_ns = now_ns(CLOCK_MONOTONIC); /* the peer is there */
+			heard = true;
 		if (cp->cookie & (KC_TX | KC_RX)) {
 			zc_complete(d, cp);
 			continue;
@@ -1164,6 +1164,8 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 				mark_dead(d, rc);
 		}
 	}
+	if (heard)
+		d->last_rx_ns = now_ns(CLOCK_MONOTONIC);
 	tx_pump(d);
 	if (n > 0 || d->dead)
 		d->gen++;
@@ -1405,23 +1407,30 @@ static void dev_reset_state(struct odlp_dev *d)
 	d->ntx_free = 0;
 }
 
-static void dev_teardown(struct odlp_dev *d)
+static void dev_stop_thread(struct odlp_dev *d)
 {
-	if (!d->locks_init)
-		return;
-	if (!d->h) { /* a revival that found no link: only the thread is left */
-		if (d->thr_started) {
-			__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
-			pthread_join(d->thr, NULL);
-			d->thr_started = false;
-		}
-		goto out;
-	}
 	if (d->thr_started) {
 		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
 		pthread_join(d->thr, NULL);
 		d->thr_started = false;
 	}
+}
+
+/* Close the library handle and forget what was queued on it. */
+static void dev_close_link(struct odlp_dev *d)
+{
+	odl_tb5_close(d->h);
+	d->h = NULL;
+	dev_reset_state(d);
+}
+
+static void dev_teardown(struct odlp_dev *d)
+{
+	if (!d->locks_init)
+		return;
+	dev_stop_thread(d);
+	if (!d->h)
+		goto out; /* a revival that found no link */
 	/* give queued messages (last chunks, CLOSE) a bounded chance to leave */
 	for (int i = 0; i < 2000 && !d->dead; i++) {
 		unsigned int s = 0, r = 0;
@@ -1436,9 +1445,7 @@ static void dev_teardown(struct odlp_dev *d)
 		struct timespec ts = { 0, 500000 };
 		nanosleep(&ts, NULL);
 	}
-	odl_tb5_close(d->h);
-	d->h = NULL;
-	dev_reset_state(d);
+	dev_close_link(d);
 out:
 	while (d->comms) {
 		struct odlp_comm *c = d->comms;
@@ -1499,26 +1506,17 @@ static int dev_revive(struct odlp_dev *d)
 			     d->name, busy);
 		return busy > 0 ? -EBUSY : 0;
 	}
-	if (d->thr_started) {
-		__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
-		pthread_join(d->thr, NULL);
-		d->thr_started = false;
-	}
+	dev_stop_thread(d);
 	pthread_mutex_lock(&d->poll_mu);
 	pthread_mutex_lock(&d->mu);
 	/* let go of the failed link at once: its device may only be removed
 	 * (and the replugged one appear) once nobody holds it */
-	if (d->h) {
-		odl_tb5_close(d->h);
-		d->h = NULL;
-		dev_reset_state(d);
-	}
+	if (d->h)
+		dev_close_link(d);
 	rc = revive_spec(d, spec, sizeof(spec)) ? dev_open(d, spec) : -ENODEV;
 	if (rc == 0 && memcmp(d->info.peer_uuid, d->peer_uuid, 16) != 0) {
 		INFO("device %s: now reaches another peer; not revived", d->name);
-		odl_tb5_close(d->h);
-		d->h = NULL;
-		dev_reset_state(d);
+		dev_close_link(d);
 		rc = -ENODEV;
 	}
 	if (rc == 0) {
@@ -1903,6 +1901,14 @@ static ncclResult_t close_comm(void *comm, enum comm_kind k)
  * (REG_DIRECT); where it cannot (no keys on this link, lock limit, no free
  * handle) the registration works the staged way.
  */
+/* Keyed operations (zero copy) on this link? d->mu held. */
+static bool zc_keyed(struct odlp_dev *d)
+{
+	if (!d->dead && !(d->info.features & ODL_TB5_FEAT_KEYED))
+		odl_tb5_info(d->h, &d->info); /* the peer may have connected since */
+	return !d->dead && (d->info.features & ODL_TB5_FEAT_KEYED);
+}
+
 static void zc_register(struct odlp_dev *d, struct odlp_mr *mr)
 {
 	int rc;
@@ -1910,9 +1916,7 @@ static void zc_register(struct odlp_dev *d, struct odlp_mr *mr)
 	if (!d->zc || !mr->size)
 		return;
 	pthread_mutex_lock(&d->mu);
-	if (!d->dead && !(d->info.features & ODL_TB5_FEAT_KEYED))
-		odl_tb5_info(d->h, &d->info); /* the peer may have connected since */
-	if (d->dead || !(d->info.features & ODL_TB5_FEAT_KEYED)) {
+	if (!zc_keyed(d)) {
 		pthread_mutex_unlock(&d->mu);
 		return;
 	}
@@ -1996,10 +2000,7 @@ static void zc_register_dmabuf(struct odlp_dev *d, struct odlp_mr *mr, uint64_t 
 	if (!d->zc)
 		return;
 	pthread_mutex_lock(&d->mu);
-	if (!d->dead && !(d->info.features & ODL_TB5_FEAT_KEYED))
-		odl_tb5_info(d->h, &d->info);
-	if (!d->dead && (d->info.features & ODL_TB5_FEAT_KEYED) &&
-	    (d->info.features & ODL_TB5_FEAT_DMABUF)) {
+	if (zc_keyed(d) && (d->info.features & ODL_TB5_FEAT_DMABUF)) {
 		rc = odl_tb5_buf_import_dmabuf(d->h, mr->fd, offset, mr->size, &mr->lib_id);
 		if (rc == 0) {
 			mr->dev = d;
