@@ -524,9 +524,9 @@ static void count_err(struct odl_tb5 *h, int r)
 		h->st.timeouts++;
 }
 
-ODL_EXPORT int odl_tb5_send_key(odl_tb5_t *h, uint32_t id, uint64_t off,
-				uint64_t len, uint32_t key, uint64_t cookie,
-				uint32_t flags)
+ODL_EXPORT int odl_tb5_send_to(odl_tb5_t *h, uint32_t dst_port, uint32_t id,
+			       uint64_t off, uint64_t len, uint32_t key,
+			       uint64_t cookie, uint32_t flags)
 {
 	int r;
 
@@ -534,15 +534,25 @@ ODL_EXPORT int odl_tb5_send_key(odl_tb5_t *h, uint32_t id, uint64_t off,
 		return fail(EINVAL);
 	pthread_mutex_lock(&h->lock);
 	r = check_op(h, id, off, len, flags);
+	if (!r && dst_port > ODL_TB5_MAX_PORT)
+		r = -EINVAL;
 	if (!r && (flags & ODL_TB5_F_URGENT) && len > ODL_TB5_URGENT_MAX)
 		r = -EMSGSIZE;
 	if (!r)
-		r = h->be->send(h, id, off, len, key, cookie, flags);
+		r = h->be->send(h, dst_port ? dst_port : h->port, id, off, len,
+				key, cookie, flags);
 	if (!r)
 		h->bufs[id].users++;
 	count_err(h, r);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
+}
+
+ODL_EXPORT int odl_tb5_send_key(odl_tb5_t *h, uint32_t id, uint64_t off,
+				uint64_t len, uint32_t key, uint64_t cookie,
+				uint32_t flags)
+{
+	return odl_tb5_send_to(h, 0, id, off, len, key, cookie, flags);
 }
 
 ODL_EXPORT int odl_tb5_send(odl_tb5_t *h, uint32_t id, uint64_t off, uint64_t len,

@@ -341,7 +341,7 @@ static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 	info->link_lanes = ki.link_lanes;
 	info->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
 	info->state = (uint32_t)k->state;
-	info->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD |
+	info->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD | ODL_TB5_FEAT_PORTS |
 		ODL_TB5_FEAT_ZEROCOPY |
 		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0) |
 		(ki.abi_minor >= 4 && (ki.features & K_FEAT_KEYED) ?
@@ -574,8 +574,9 @@ static void k_stage_send(struct odl_tb5 *h, struct odl_buf *b, int64_t loc,
 /* one SEND/RECV ioctl (or batch entry), waiting for room (EAGAIN) as the
  * flags say
  */
-static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
-		    uint64_t len, uint32_t key, uint64_t cookie, uint32_t flags)
+static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t dst_port,
+		    uint32_t id, uint64_t off, uint64_t len, uint32_t key,
+		    uint64_t cookie, uint32_t flags)
 {
 	struct kpriv *k = K(h);
 	struct odl_buf *b = &h->bufs[id];
@@ -622,7 +623,7 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 				.op = op == ODL_TB5_OP_SEND ? ODL_TB5_SQE_SEND :
 							      ODL_TB5_SQE_RECV,
 				.flags = kflags, .buf_id = kid,
-				.dst_port = op == ODL_TB5_OP_SEND ? h->port : 0,
+				.dst_port = dst_port,
 				.offset = koff, .length = len, .cookie = (uint64_t)s,
 				.key = key };
 			k->sq_slot[k->sq_n++] = s;
@@ -634,7 +635,7 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 					.size = key ? ODL_TB5_SEND_SIZE_1_4 :
 						      ODL_TB5_SEND_SIZE_VER0,
 					.flags = kflags,
-					.buf_id = kid, .dst_port = h->port,
+					.buf_id = kid, .dst_port = dst_port,
 					.offset = koff, .length = len,
 					.cookie = (uint64_t)s, .key = key };
 
@@ -678,17 +679,20 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t id, uint64_t off,
 	return 0;
 }
 
-static int k_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
-		  uint32_t key, uint64_t cookie, uint32_t flags)
+static int k_send(struct odl_tb5 *h, uint32_t dst_port, uint32_t id,
+		  uint64_t off, uint64_t len, uint32_t key, uint64_t cookie,
+		  uint32_t flags)
 {
-	return k_submit(h, ODL_TB5_OP_SEND, id, off, len, key, cookie, flags);
+	return k_submit(h, ODL_TB5_OP_SEND, dst_port, id, off, len, key,
+			cookie, flags);
 }
 
 static int k_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
 		       uint64_t cap, uint32_t key, uint64_t cookie,
 		       uint32_t flags)
 {
-	return k_submit(h, ODL_TB5_OP_RECV, id, off, cap, key, cookie, flags);
+	return k_submit(h, ODL_TB5_OP_RECV, 0, id, off, cap, key, cookie,
+			flags);
 }
 
 /* a keyed receive still in the batch never reaches the driver */
@@ -968,7 +972,7 @@ ODL_EXPORT int odl_tb5_list(struct odl_tb5_info *infos, size_t max)
 			o->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
 			o->state = ki.state == K_STATE_CONNECTED ?
 				ODL_TB5_STATE_CONNECTED : ODL_TB5_STATE_WAITING;
-			o->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD |
+			o->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD | ODL_TB5_FEAT_PORTS |
 				ODL_TB5_FEAT_ZEROCOPY;
 			o->tx_depth = o->rx_depth = K_MAX_OUTSTANDING;
 			o->max_msg_size = ki.max_msg_size;

@@ -63,9 +63,12 @@ struct odl_backend {
 	int (*buf_import)(struct odl_tb5 *h, struct odl_buf *b, int fd,
 			  uint64_t offset);
 	void (*buf_free)(struct odl_tb5 *h, struct odl_buf *b);
-	/* validated arguments; called with h->lock held, may drop it to wait */
-	int (*send)(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
-		    uint32_t key, uint64_t cookie, uint32_t flags);
+	/* validated arguments (dst_port 1..ODL_TB5_MAX_PORT: the peer's
+	 * port); called with h->lock held, may drop it to wait
+	 */
+	int (*send)(struct odl_tb5 *h, uint32_t dst_port, uint32_t id,
+		    uint64_t off, uint64_t len, uint32_t key, uint64_t cookie,
+		    uint32_t flags);
 	int (*post_recv)(struct odl_tb5 *h, uint32_t id, uint64_t off,
 			 uint64_t cap, uint32_t key, uint64_t cookie,
 			 uint32_t flags);

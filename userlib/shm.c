@@ -1246,13 +1246,20 @@ static int wait_space(struct odl_tb5 *h, int have, uint32_t flags,
 			odl_busy(h, flags), cond);
 }
 
-static int shm_send(struct odl_tb5 *h, uint32_t id, uint64_t off, uint64_t len,
-		    uint32_t key, uint64_t cookie, uint32_t flags)
+static int shm_send(struct odl_tb5 *h, uint32_t dst_port, uint32_t id,
+		    uint64_t off, uint64_t len, uint32_t key, uint64_t cookie,
+		    uint32_t flags)
 {
 	struct shm_priv *p = P(h);
 	struct shm_op o = { .cookie = cookie, .off = off, .len = len, .id = id,
 			    .key = key, .urgent = (flags & ODL_TB5_F_URGENT) != 0 };
 	int r;
+
+	/* a segment joins the two handles of one port number: no way from
+	 * here to another port of the peer
+	 */
+	if (dst_port != h->port)
+		return -EOPNOTSUPP;
 
 	progress(h, false);
 	r = cond_tx_space(h);

@@ -965,6 +965,61 @@ START_TEST(t_ports)
 }
 END_TEST
 
+/* API 1.5: odl_tb5_send_to; shm joins one port number's two handles only */
+START_TEST(t_send_to)
+{
+	const char *n = newname();
+	struct odl_tb5_open_opts o;
+	struct odl_tb5_completion c;
+	struct odl_tb5_info info;
+	struct odl_tb5_stats st;
+	odl_tb5_t *a, *b;
+	uint32_t ia, ib;
+	uint8_t *pa, *pb;
+
+	odl_tb5_open_opts_init(&o);
+	o.port = 9;
+	a = xopen(spec(n, 'a'), &o);
+	b = xopen(spec(n, 'b'), &o);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_int_eq(odl_tb5_info(a, &info), 0);
+	ck_assert_uint_eq(info.features & ODL_TB5_FEAT_PORTS, 0);
+	ck_assert_int_eq(odl_tb5_buf_alloc(a, 64, 0, &ia, (void **)&pa), 0);
+	ck_assert_int_eq(odl_tb5_buf_alloc(b, 64, 0, &ib, (void **)&pb), 0);
+	memset(pa, 'Q', 64);
+	/* refused before anything is queued */
+	ck_assert_int_eq(odl_tb5_send_to(a, ODL_TB5_MAX_PORT + 1, ia, 0, 8, 0, 1, 0), -EINVAL);
+	ck_assert_int_eq(odl_tb5_send_to(a, 10, ia, 0, 8, 0, 1, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(odl_tb5_send_to(NULL, 9, ia, 0, 8, 0, 1, 0), -EINVAL);
+	ck_assert_int_eq(odl_tb5_send_to(a, 9, 999, 0, 8, 0, 1, 0), -ENOENT);
+	/* nothing queued: the buffer is free to go */
+	ck_assert_int_eq(odl_tb5_buf_free(a, ia), 0);
+	ck_assert_int_eq(odl_tb5_buf_alloc(a, 64, 0, &ia, (void **)&pa), 0);
+	memset(pa, 'Q', 64);
+	/* its own port, by number and by 0: delivered in order */
+	ck_assert_int_eq(odl_tb5_post_recv(b, ib, 0, 32, 7, 0), 0);
+	ck_assert_int_eq(odl_tb5_post_recv(b, ib, 32, 32, 8, 0), 0);
+	ck_assert_int_eq(odl_tb5_send_to(a, 9, ia, 0, 5, 0, 1, 0), 0);
+	ck_assert_int_eq(odl_tb5_send_to(a, 0, ia, 0, 6, 0, 2, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(poll1(b, &c, 5000), 1);
+		ck_assert_int_eq(c.status, 0);
+		ck_assert_uint_eq(c.cookie, 7u + (unsigned)i);
+		ck_assert_uint_eq(c.length, 5u + (unsigned)i);
+		ck_assert_uint_eq(pb[32 * i], 'Q');
+	}
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(poll1(a, &c, 5000), 1);
+		ck_assert_int_eq(c.status, 0);
+	}
+	ck_assert_int_eq(odl_tb5_stats(a, &st), 0);
+	ck_assert_uint_eq(st.tx_msgs, 2);
+	odl_tb5_close(a);
+	odl_tb5_close(b);
+}
+END_TEST
+
 struct thr {
 	odl_tb5_t *h;
 	uint32_t id;
@@ -1566,6 +1621,7 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_stale_recycle);
 	tcase_add_test(tc, t_roles);
 	tcase_add_test(tc, t_ports);
+	tcase_add_test(tc, t_send_to);
 	tcase_add_test(tc, t_threads);
 	tcase_add_test(tc, t_corrupt_peer);
 	tcase_add_test(tc, t_lost_message);

@@ -103,13 +103,15 @@ extern "C" {
 
 /* API version of this header: major changes break source compatibility. */
 #define ODL_TB5_API_MAJOR 1
-#define ODL_TB5_API_MINOR 4	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
+#define ODL_TB5_API_MINOR 5	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
 				 * 1.2: ODL_TB5_OPEN_BATCH, odl_tb5_poll_min;
 				 * 1.3: registered memory pinned by the driver,
 				 * odl_tb5_buf_register_flags, stats.copied_bytes,
 				 * keyed messages (odl_tb5_send_key,
 				 * odl_tb5_post_recv_key, odl_tb5_cancel_recv);
-				 * 1.4: urgent sends (ODL_TB5_F_URGENT) */
+				 * 1.4: urgent sends (ODL_TB5_F_URGENT);
+				 * 1.5: sends to another port of the peer
+				 * (odl_tb5_send_to, ODL_TB5_FEAT_PORTS) */
 
 /* Version of the library actually loaded: (major << 16) | minor. */
 uint32_t odl_tb5_version(void);
@@ -215,6 +217,8 @@ enum odl_tb5_state {
 						 * driver ABI 1.4, agreed with the peer) */
 #define ODL_TB5_FEAT_URGENT	(1u << 5)	/* 1.4: urgent sends overtake (kernel:
 						 * driver ABI 1.5) */
+#define ODL_TB5_FEAT_PORTS	(1u << 6)	/* 1.5: odl_tb5_send_to may name any
+						 * port of the peer (kernel) */
 
 struct odl_tb5_info {
 	char backend[16];	/* "kernel" or "shm" */
@@ -366,6 +370,19 @@ int odl_tb5_post_recv(odl_tb5_t *h, uint32_t id, uint64_t offset,
  */
 int odl_tb5_send_key(odl_tb5_t *h, uint32_t id, uint64_t offset, uint64_t len,
 		     uint32_t key, uint64_t cookie, uint32_t flags);
+/*
+ * API 1.5: odl_tb5_send_key to port dst_port of the peer instead of the
+ * handle's own port number (0: the handle's port). Several processes on
+ * one machine, each with a port of its own, can so talk to any process of
+ * the other machine; the receiver cannot tell the sender's port from the
+ * completion, so protocols that answer put it in their messages.
+ * -EINVAL for a port above ODL_TB5_MAX_PORT; -EOPNOTSUPP for another port
+ * where info.features lacks ODL_TB5_FEAT_PORTS (shm: a segment joins the
+ * two handles of one port number).
+ */
+int odl_tb5_send_to(odl_tb5_t *h, uint32_t dst_port, uint32_t id,
+		    uint64_t offset, uint64_t len, uint32_t key, uint64_t cookie,
+		    uint32_t flags);
 int odl_tb5_post_recv_key(odl_tb5_t *h, uint32_t id, uint64_t offset,
 			  uint64_t cap, uint32_t key, uint64_t cookie,
 			  uint32_t flags);
