@@ -118,7 +118,10 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 # advertised (ODL_TB5_RCCL_DMABUF=1)). The statistics show both paths. Then
 # the peer dies mid-transfer (--fail kill): the survivor gets NCCL errors;
 # and the peer stops (--fail stop, SIGSTOP): the keepalive fails the waiting
-# comms with ncclRemoteError after ODL_TB5_RCCL_PEER_TIMEOUT_MS.
+# comms with ncclRemoteError after ODL_TB5_RCCL_PEER_TIMEOUT_MS. Last, three
+# rank pairs share one shm device at once (--pairs 3): each process takes
+# the first free port (pair k: 78 + k on both sides, checked), and a
+# listener on another port is refused at once (shm cannot send there).
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@rm -rf $(dir $(RCCL_TEST_STATS)) && mkdir -p $(dir $(RCCL_TEST_STATS))
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
@@ -141,6 +144,7 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --fail kill --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 \
 	  $(RCCL_NETCONF) --fail stop --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --pairs 3 --quick --timeout $(RCCL_TIMEOUT)
 
 # (LD_LIBRARY_PATH: under ASan dlopen is intercepted by libasan, whose
 # RUNPATH, not the harness's, is then "the caller's")
@@ -151,6 +155,7 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	$(RCCL_ASAN_RUN) --api 7 --max-size 16777216
 	$(RCCL_ASAN_RUN) --fail kill
 	ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 $(RCCL_ASAN_RUN) --fail stop
+	$(RCCL_ASAN_RUN) --pairs 2 --quick
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread

@@ -16,7 +16,11 @@
 # that went zero copy, which must be a good part), the benchmark's pipelined
 # all-reduce (bench/rccl.sh) runs short, out of place, in place and with the
 # reductions in a thread of their own, verified,
-# and the driver must count no drops or frame errors.
+# and the driver must count no drops or frame errors. Last, two ranks per
+# machine (NCCL's one process per GPU): a's two processes take ports 78 and
+# 79 by themselves, b's are given 79 and 78, so both pairs connect across
+# port numbers at the same time (the shared-device sequence of netconf: bad calls,
+# handshakes, sizes, grouped receives, all-reduce and all-gather, verified).
 #
 # The guests are busybox without a shared libc, so they run netconf.static:
 # the same harness with the plugin's objects linked in (its tables taken from
@@ -34,7 +38,7 @@ NETCONF=$RCCL_BUILD/netconf.static
 STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
 API=${NET_PLUGIN_API:-}
 MAX=${NET_PLUGIN_MAX:-67108864}
-tap_plan 25
+tap_plan 29
 tap_timeout 1100
 TAP_EXEC_TIMEOUT=900
 odl_need_build
@@ -168,6 +172,61 @@ if vm a sh -c "grep -qw avx2 /proc/cpuinfo && ! grep -qwE 'erms|la57' /proc/cpui
 else
 	not_ok "guests run -cpu $BENCH_CPU_MODEL; the reduction uses AVX2" \
 		"$(vm a grep -m1 flags /proc/cpuinfo 2>&1)" "$(vm a grep reduction /tmp/nb.out 2>&1)"
+fi
+
+# two ranks per machine: P = a:78 <-> b:79, Q = a:79 <-> b:78
+mr() { # VM OUT ENV ARGS
+	vm "$1" sh -c "rm -f /tmp/$2; setsid sh -c 'NETCONF_DEV=0 $3 /tmp/netconf $4 --shared --max-size 16777216 --deadline 120; echo netconf-exit=\$?' > /tmp/$2 2>&1 < /dev/null &"
+}
+t0=$SECONDS
+mr a mp.out "NETCONF_EXPECT_PORT=78" "--rank 0 --oob-listen 29520"
+# the second process of a starts once the first has its port
+wait_for "vm a grep -q '^# dev 0:' /tmp/mp.out" 120
+mr a mq.out "NETCONF_EXPECT_PORT=79" "--rank 0 --oob-listen 29521"
+wait_for "vm a grep -q '^# dev 0:' /tmp/mq.out" 120
+mr b mp.out "ODL_TB5_RCCL_PORT=79 NETCONF_EXPECT_PORT=79" "--rank 1 --oob-connect 198.51.100.1:29520"
+mr b mq.out "ODL_TB5_RCCL_PORT=78 NETCONF_EXPECT_PORT=78" "--rank 1 --oob-connect 198.51.100.1:29521"
+wait_for "vm a grep -q netconf-exit= /tmp/mp.out && vm a grep -q netconf-exit= /tmp/mq.out && vm b grep -q netconf-exit= /tmp/mp.out && vm b grep -q netconf-exit= /tmp/mq.out" 600 2
+secs=$((SECONDS - t0))
+for f in mp mq; do
+	eval "out_a_$f=\$(vm a cat /tmp/$f.out 2>&1)"
+	eval "out_b_$f=\$(vm b cat /tmp/$f.out 2>&1)"
+done
+ports_a=$(printf '%s\n' "$out_a_mp" "$out_a_mq" | sed -n 's/^# dev 0: .* port \([0-9]*\)$/\1/p' | tr '\n' ' ')
+if [ "$ports_a" = "78 79 " ]; then
+	ok "two processes on a: ports 78 and 79, each taking the first free one"
+else
+	not_ok "two processes on a: ports 78 and 79, each taking the first free one" "got: $ports_a" \
+		"$(printf '%s\n' "$out_a_mp" | head -n 20)" "$(printf '%s\n' "$out_a_mq" | head -n 20)"
+fi
+mr_check() { # NAME DESC
+	local oa ob
+	eval "oa=\$out_a_$1 ob=\$out_b_$1"
+	if printf '%s\n' "$oa" "$ob" | grep -c '^netconf-exit=0$' | grep -qx 2 &&
+		printf '%s\n' "$oa" | grep -q 'rank0: all tests passed (api v[0-9]*, device shared)' &&
+		printf '%s\n' "$ob" | grep -q 'rank1: all tests passed (api v[0-9]*, device shared)' &&
+		! printf '%s\n' "$oa" "$ob" | grep -q '^not ok'; then
+		ok "$2 (${secs}s for both pairs at once)" "$(printf '%s\n' "$oa" | grep -E '^# all-reduce')"
+	else
+		not_ok "$2" "rank 0 on a:" "$(printf '%s\n' "$oa" | tail -n 30)" \
+			"rank 1 on b:" "$(printf '%s\n' "$ob" | tail -n 30)"
+	fi
+}
+mr_check mp "rank pair a:78 <-> b:79 across port numbers: handshakes, sizes to 16 MiB, grouped receives, all-reduce, all-gather"
+mr_check mq "rank pair a:79 <-> b:78 at the same time, the same sequence"
+sa=$(vm a /tmp/rccl_stats --json 2>&1)
+sb=$(vm b /tmp/rccl_stats --json 2>&1)
+if res=$(python3 -c '
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
+assert a["procs_attached"] == 0 and b["procs_attached"] == 0, "procs_attached"
+assert a["err_link"] == 0 and b["err_link"] == 0 and a["peer_lost"] == 0 and b["peer_lost"] == 0, "errors"
+print("a tx %d rx %d, b tx %d rx %d bytes" % (a["tx_bytes"], a["rx_bytes"], b["tx_bytes"], b["rx_bytes"]))
+' "$sa" "$sb" 2>&1); then
+	ok "statistics after both pairs: a's TX = b's RX and vice versa, no link errors, every process detached" "$res"
+else
+	not_ok "statistics after both pairs: a's TX = b's RX and vice versa, no link errors, every process detached" "$res" "a: $sa" "b: $sb"
 fi
 odl_check_rx_stats "driver: no seq/len/descriptor errors, no drops on either side" a b
 odl_check_clean

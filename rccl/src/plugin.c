@@ -4,8 +4,10 @@
  *
  * One plugin "device" per libodl_tb5 endpoint (one per connected peer: a
  * kernel /dev/odl_tb5_N, or a shm device named by ODL_TB5_DEVICE). All
- * comms to that peer are multiplexed over one endpoint (port
- * ODL_TB5_RCCL_PORT, default 78) with a small wire protocol (see
+ * comms of this process on that device are multiplexed over one endpoint
+ * (port ODL_TB5_RCCL_PORT, else the first free one from 78: one per process
+ * of the machine); each comm sends to its peer process's port (from the
+ * handle, or the CONN's sport) with a small wire protocol (see
  * docs/net-plugin.md):
  *
  *   CONN/ACK/REJ   connection set-up (listen id + nonce from the handle)
@@ -69,6 +71,9 @@
 #define CTS_RING 64
 #define MAX_COMMS 1024
 #define DEFAULT_PORT 78 /* 'N': keeps clear of odl_tb5_cli's default port 1 */
+/* without ODL_TB5_RCCL_PORT a process takes the first free port of
+ * DEFAULT_PORT .. DEFAULT_PORT + AUTO_PORTS - 1 (one per rank of a machine) */
+#define AUTO_PORTS 64
 #define DEFAULT_CHUNK (256u << 10)
 #define DEFAULT_NTX 16
 #define DEFAULT_NRX 32
@@ -227,7 +232,11 @@ enum {
 
 struct wire_hdr {
 	uint16_t magic;
-	uint16_t type;
+	uint8_t type;
+	/* the sender's port where it is not the destination's port number
+	 * (0: the same; so two plugins on one port number exchange the same
+	 * bytes as before ports could differ) */
+	uint8_t sport;
 	uint32_t dst; /* comm id at the receiver of this message */
 	uint32_t src; /* comm id at the sender of this message */
 	uint32_t seq;
@@ -338,6 +347,7 @@ struct krx_ent {
 
 struct conn_pending {
 	uint32_t peer_id;
+	uint32_t peer_port; /* the connecting process's port */
 	uint64_t peer_inst; /* the connecting process's instance */
 	struct conn_pending *next;
 };
@@ -347,6 +357,7 @@ struct odlp_comm {
 	enum comm_kind kind;
 	enum comm_state state;
 	uint32_t id, peer_id;
+	uint32_t peer_port; /* send/recv: the peer process's port */
 	uint64_t peer_inst; /* send/recv: the peer process's instance (0 unknown) */
 	struct odlp_dev *dev;
 	struct odlp_comm *next;
@@ -366,6 +377,7 @@ struct odlp_comm {
 
 struct ctrl_msg {
 	struct ctrl_msg *next;
+	uint32_t dport; /* the peer's port it goes to */
 	struct wire_hdr h;
 	uint8_t payload[MAX_RECVS * sizeof(struct wire_cts_ent)];
 };
@@ -419,10 +431,14 @@ struct odlp_dev {
 	/* completion batches processed (under mu): a test() that saw no new
 	 * one since its last test of a request waits (test_wait) */
 	uint64_t gen;
-	/* peer liveness (keepalive): when the peer's endpoint last sent
-	 * anything, and when this side last asked (PING) */
-	uint64_t last_rx_ns, last_ping_ns;
-	uint64_t peer_inst; /* the instance of the latest PING/PONG/CONN/ACK */
+	uint32_t port; /* this process's port on the device */
+	/* per port of the peer (one process each), for the keepalive: when
+	 * it last sent anything, when this side last asked (PING), and the
+	 * instance of its latest PING/PONG/CONN/ACK */
+	struct peer_port {
+		uint64_t last_rx_ns, last_ping_ns;
+		uint64_t inst;
+	} peers[ODL_TB5_MAX_PORT + 1];
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -430,7 +446,7 @@ static struct odlp_dev g_devs[MAX_DEVS];
 static int g_ndev;
 static bool g_inited;
 static uint64_t g_instance;
-static uint32_t g_port = DEFAULT_PORT;
+static uint32_t g_port; /* ODL_TB5_RCCL_PORT, 0: the first free one */
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
 /* ODL_TB5_RCCL_DMABUF=1: ptrSupport advertises NCCL_PTR_DMABUF */
 static bool g_dmabuf_adv;
@@ -534,7 +550,14 @@ static void mark_dead(struct odlp_dev *d, int rc)
 /* ------------------------------------------------------------------ */
 /* transmit */
 
-static void queue_ctrl(struct odlp_dev *d, const struct wire_hdr *h, const void *p, uint32_t plen)
+/* the header's sport for a message to the peer's port dport */
+static uint8_t wire_sport(const struct odlp_dev *d, uint32_t dport)
+{
+	return dport == d->port ? 0 : (uint8_t)d->port;
+}
+
+static void queue_ctrl(struct odlp_dev *d, uint32_t dport, const struct wire_hdr *h, const void *p,
+		       uint32_t plen)
 {
 	struct ctrl_msg *m = calloc(1, sizeof(*m));
 
@@ -542,8 +565,10 @@ static void queue_ctrl(struct odlp_dev *d, const struct wire_hdr *h, const void 
 		mark_dead(d, -ENOMEM);
 		return;
 	}
+	m->dport = dport;
 	m->h = *h;
 	m->h.magic = WIRE_MAGIC;
+	m->h.sport = wire_sport(d, dport);
 	m->h.len = plen;
 	if (plen)
 		memcpy(m->payload, p, plen);
@@ -660,13 +685,14 @@ static void dmabuf_sync(const struct odlp_mr *mr, uint64_t flags)
 /* Send one staged message (urgent: ahead of queued bulk data); false if
  * the library queue is full or failed.
  */
-static bool tx_slot_send(struct odlp_dev *d, uint32_t slot, uint64_t len, bool urgent)
+static bool tx_slot_send(struct odlp_dev *d, uint32_t dport, uint32_t slot, uint64_t len,
+			 bool urgent)
 {
 	int rc;
 
 	urgent = urgent && len <= ODL_TB5_URGENT_MAX && (d->info.features & ODL_TB5_FEAT_URGENT);
-	rc = odl_tb5_send(d->h, d->tx_id, (uint64_t)slot * d->slot, len, slot,
-			  ODL_TB5_F_NONBLOCK | (urgent ? ODL_TB5_F_URGENT : 0));
+	rc = odl_tb5_send_to(d->h, dport, d->tx_id, (uint64_t)slot * d->slot, len, 0, slot,
+			     ODL_TB5_F_NONBLOCK | (urgent ? ODL_TB5_F_URGENT : 0));
 	if (rc == 0) {
 		if (urgent)
 			STAT_ADD(cts_urgent, 1);
@@ -694,7 +720,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 			memcpy(p + sizeof(m->h), m->payload, m->h.len);
 			/* a CTS lets the peer send: it must not wait behind
 			 * the bulk data this side has queued */
-			if (!tx_slot_send(d, slot, sizeof(m->h) + m->h.len,
+			if (!tx_slot_send(d, m->dport, slot, sizeof(m->h) + m->h.len,
 					  (d->urgent_cts && m->h.type == M_CTS) ||
 						  m->h.type == M_PING || m->h.type == M_PONG))
 				return;
@@ -713,6 +739,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 		struct wire_hdr h = {
 			.magic = WIRE_MAGIC,
 			.type = M_DATA,
+			.sport = wire_sport(d, r->comm->peer_port),
 			.dst = r->comm->peer_id,
 			.src = r->comm->id,
 			.seq = r->dst_seq,
@@ -732,7 +759,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 			memcpy(p + sizeof(h), r->sdata + r->sent, chunk);
 			dmabuf_sync(r->smr, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ);
 		}
-		if (!tx_slot_send(d, slot, sizeof(h) + chunk, false))
+		if (!tx_slot_send(d, r->comm->peer_port, slot, sizeof(h) + chunk, false))
 			return;
 		r->sent += chunk;
 		STAT_ADD(tx_bytes, chunk);
@@ -762,8 +789,8 @@ static void zc_pump(struct odlp_dev *d)
 
 		if (slot < 0)
 			return;
-		rc = odl_tb5_send_key(d->h, r->smr->lib_id, r->soff, r->ssize, r->dst_key,
-				      KC_TX | (uint64_t)slot, ODL_TB5_F_NONBLOCK);
+		rc = odl_tb5_send_to(d->h, r->comm->peer_port, r->smr->lib_id, r->soff, r->ssize,
+				     r->dst_key, KC_TX | (uint64_t)slot, ODL_TB5_F_NONBLOCK);
 		if (rc) {
 			d->ktx_busy[slot] = false;
 			if (rc != -EAGAIN)
@@ -820,7 +847,7 @@ static void match_sends(struct odlp_comm *c)
 			};
 			WARN("send of %llu bytes matched a receive of %llu bytes (tag %d): truncation",
 			     (unsigned long long)r->ssize, (unsigned long long)r->cap, r->stag);
-			queue_ctrl(d, &h, NULL, 0);
+			queue_ctrl(d, c->peer_port, &h, NULL, 0);
 			r->err = ncclInvalidUsage;
 			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 			STAT_ADD(err_truncated, 1);
@@ -864,84 +891,101 @@ static void entry_done(struct odlp_req *r, int idx)
 }
 
 /*
- * A message from the peer process `inst` (0: not said). Comms set up with
- * another instance are dead: that process is gone, a new one has the port.
+ * A message from the peer process `inst` (0: not said) on the peer's port
+ * `port`. Comms set up with another instance there are dead: that process
+ * is gone, a new one has the port.
  */
-static void peer_instance(struct odlp_dev *d, uint64_t inst)
+static void peer_instance(struct odlp_dev *d, uint32_t port, uint64_t inst)
 {
+	struct peer_port *pp = &d->peers[port];
+
 	if (!inst)
 		return;
-	if (d->peer_inst && d->peer_inst != inst)
-		INFO("device %s: the peer process changed", d->name);
-	d->peer_inst = inst;
+	if (pp->inst && pp->inst != inst)
+		INFO("device %s: the peer process on port %u changed", d->name, port);
+	pp->inst = inst;
 	for (struct odlp_comm *c = d->comms; c; c = c->next)
-		if (c->kind != K_LISTEN && c->peer_inst && c->peer_inst != inst &&
-		    (c->state == S_READY || c->state == S_PENDING)) {
-			WARN("comm %u: its peer process is gone (another one uses the port now)",
-			     c->id);
+		if (c->kind != K_LISTEN && c->peer_port == port && c->peer_inst &&
+		    c->peer_inst != inst && (c->state == S_READY || c->state == S_PENDING)) {
+			WARN("comm %u: its peer process is gone (another one uses port %u now)",
+			     c->id, port);
 			c->state = S_FAILED;
 			STAT_ADD(peer_lost, 1);
 		}
 }
 
 /*
- * Keepalive (progress thread, d->mu held). Only while this side waits for
- * the peer - a request in flight, a connect not answered - does silence
- * count: after a quarter of ODL_TB5_RCCL_PEER_TIMEOUT_MS without a message
- * from the peer's endpoint a PING goes out (answered by the peer's progress
- * thread, whatever its application does); after the whole of it the peer
- * process is taken for gone (killed, hung: the link itself is up, and its
- * driver drops messages for a port nobody holds) and every waiting comm
- * fails with ncclRemoteError instead of waiting forever.
+ * Keepalive (progress thread, d->mu held), per port of the peer (one
+ * process each). Only while this side waits for that process - a request
+ * in flight, a connect not answered - does silence count: after a quarter
+ * of ODL_TB5_RCCL_PEER_TIMEOUT_MS without a message from it a PING goes out
+ * (answered by its progress thread, whatever its application does); after
+ * the whole of it the process is taken for gone (killed, hung: the link
+ * itself is up, and its driver drops messages for a port nobody holds) and
+ * every comm waiting for it fails with ncclRemoteError instead of waiting
+ * forever.
  */
 static void keepalive(struct odlp_dev *d)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC), tmo = (uint64_t)g_peer_timeout_ms * 1000000ull;
-	bool waiting = false;
+	bool waiting[ODL_TB5_MAX_PORT + 1] = { false }, failed = false, pinged = false;
 
 	if (!tmo || d->dead)
 		return;
-	if (now - d->last_rx_ns < tmo / 4)
-		return;
-	for (struct odlp_comm *c = d->comms; c && !waiting; c = c->next) {
-		if (c->kind == K_LISTEN || (c->state != S_READY && c->state != S_PENDING))
+	for (struct odlp_comm *c = d->comms; c; c = c->next) {
+		bool *w = &waiting[c->peer_port];
+
+		if (*w || c->kind == K_LISTEN || (c->state != S_READY && c->state != S_PENDING))
 			continue;
-		if (c->state == S_PENDING)
-			waiting = true;
-		for (int i = 0; i < c->nreqs && !waiting; i++)
-			waiting = c->reqs[i].in_use && !c->reqs[i].done;
+		*w = c->state == S_PENDING;
+		for (int i = 0; i < c->nreqs && !*w; i++)
+			*w = c->reqs[i].in_use && !c->reqs[i].done;
 	}
-	if (!waiting) {
-		d->last_rx_ns = now; /* silence counts from when waiting starts */
-		return;
+	for (uint32_t port = 1; port <= ODL_TB5_MAX_PORT; port++) {
+		struct peer_port *pp = &d->peers[port];
+
+		if (!waiting[port] || !pp->last_rx_ns) {
+			pp->last_rx_ns = now; /* silence counts from when waiting starts */
+			continue;
+		}
+		if (now - pp->last_rx_ns < tmo / 4)
+			continue;
+		if (now - pp->last_rx_ns >= tmo) {
+			WARN("device %s: no word from the peer's port %u for %ld ms while waiting for it: its comms fail (peer process gone?)",
+			     d->name, port, g_peer_timeout_ms);
+			for (struct odlp_comm *c = d->comms; c; c = c->next)
+				if (c->kind != K_LISTEN && c->peer_port == port &&
+				    (c->state == S_READY || c->state == S_PENDING)) {
+					c->state = S_FAILED;
+					STAT_ADD(peer_lost, 1);
+				}
+			pp->last_rx_ns = now;
+			failed = true;
+			continue;
+		}
+		if (now - pp->last_ping_ns >= tmo / 4) {
+			struct wire_hdr h = { .type = M_PING, .total = g_instance };
+
+			pp->last_ping_ns = now;
+			queue_ctrl(d, port, &h, NULL, 0);
+			pinged = true;
+			STAT_ADD(pings, 1);
+		}
 	}
-	if (now - d->last_rx_ns >= tmo) {
-		WARN("device %s: no word from the peer's endpoint for %ld ms while waiting for it: its comms fail (peer process gone?)",
-		     d->name, g_peer_timeout_ms);
-		for (struct odlp_comm *c = d->comms; c; c = c->next)
-			if (c->kind != K_LISTEN && (c->state == S_READY || c->state == S_PENDING)) {
-				c->state = S_FAILED;
-				STAT_ADD(peer_lost, 1);
-			}
-		d->last_rx_ns = now;
+	if (pinged)
+		tx_pump(d);
+	if (failed) {
 		d->gen++;
 		progress_notify();
-		return;
-	}
-	if (now - d->last_ping_ns >= tmo / 4) {
-		struct wire_hdr h = { .type = M_PING, .total = g_instance };
-
-		d->last_ping_ns = now;
-		queue_ctrl(d, &h, NULL, 0);
-		tx_pump(d);
-		STAT_ADD(pings, 1);
 	}
 }
 
-static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
+/* A message from the peer's endpoint; `now` (CLOCK_MONOTONIC) for the keepalive. */
+static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t now)
 {
 	const struct wire_hdr *h = (const void *)p;
 	struct odlp_comm *c;
+	uint32_t sport;
 
 	if (len < sizeof(*h) || h->magic != WIRE_MAGIC || sizeof(*h) + (uint64_t)h->len > len) {
 		WARN("device %s: malformed message (%llu bytes) dropped", d->name,
@@ -949,27 +993,32 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 		STAT_ADD(errors, 1);
 		return;
 	}
+	sport = h->sport ? h->sport : d->port;
+	d->peers[sport].last_rx_ns = now;
 	c = find_comm(d, h->dst);
+	/* a comm hears only from its peer's port (ids are per process) */
+	if (c && c->kind != K_LISTEN && c->peer_port != sport)
+		c = NULL;
 	switch (h->type) {
 	case M_PING: {
 		struct wire_hdr pong = { .type = M_PONG, .total = g_instance };
 
-		peer_instance(d, h->total);
-		queue_ctrl(d, &pong, NULL, 0);
+		peer_instance(d, sport, h->total);
+		queue_ctrl(d, sport, &pong, NULL, 0);
 		return;
 	}
 	case M_PONG:
-		peer_instance(d, h->total);
+		peer_instance(d, sport, h->total);
 		return;
 	case M_CONN: {
 		struct conn_pending *cp;
 
-		peer_instance(d, h->total);
+		peer_instance(d, sport, h->total);
 
 		if (!c || c->kind != K_LISTEN || c->nonce != h->nonce) {
 			struct wire_hdr rej = { .type = M_REJ, .dst = h->src };
 
-			queue_ctrl(d, &rej, NULL, 0);
+			queue_ctrl(d, sport, &rej, NULL, 0);
 			return;
 		}
 		cp = calloc(1, sizeof(*cp));
@@ -978,6 +1027,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 			return;
 		}
 		cp->peer_id = h->src;
+		cp->peer_port = sport;
 		cp->peer_inst = h->total;
 		if (c->pend_tail)
 			c->pend_tail->next = cp;
@@ -992,7 +1042,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 			c->peer_inst = h->total;
 			c->state = S_READY;
 		}
-		peer_instance(d, h->total);
+		peer_instance(d, sport, h->total);
 		return;
 	case M_REJ:
 		if (c && c->kind == K_SEND && c->state == S_PENDING)
@@ -1077,8 +1127,8 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len)
 	}
 }
 
-/* A zero-copy send or keyed receive completed (d->mu held). */
-static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp)
+/* A zero-copy send or keyed receive completed (d->mu held; `now` as in handle_msg). */
+static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp, uint64_t now)
 {
 	int slot = (int)(cp->cookie & KC_SLOT);
 	struct odlp_req *r;
@@ -1113,6 +1163,7 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp)
 	}
 	if (!r || r->rdone[idx])
 		return;
+	d->peers[r->comm->peer_port].last_rx_ns = now;
 	r->rkey[idx] = 0;
 	r->rgot[idx] = cp->length;
 	r->rtotal[idx] = cp->length;
@@ -1125,7 +1176,7 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp)
 static int dev_progress(struct odlp_dev *d, int timeout_ms)
 {
 	struct odl_tb5_completion comps[32];
-	bool heard = false; /* something arrived from the peer (keepalive) */
+	uint64_t now = 0; /* when this batch arrived (keepalive), taken once */
 	int n, rc;
 
 	n = odl_tb5_poll(d->h, comps, 32, timeout_ms,
@@ -1137,10 +1188,10 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 		struct odl_tb5_completion *cp = &comps[i];
 		uint32_t slot = (uint32_t)cp->cookie;
 
-		if (cp->op == ODL_TB5_OP_RECV && cp->status == 0)
-			heard = true;
+		if (!now && cp->op == ODL_TB5_OP_RECV && cp->status == 0)
+			now = now_ns(CLOCK_MONOTONIC);
 		if (cp->cookie & (KC_TX | KC_RX)) {
-			zc_complete(d, cp);
+			zc_complete(d, cp, now);
 			continue;
 		}
 		if (cp->op == ODL_TB5_OP_SEND) {
@@ -1150,8 +1201,9 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 				mark_dead(d, cp->status);
 			continue;
 		}
-		if (cp->status == 0)
-			handle_msg(d, d->rx_base + (uint64_t)slot * d->slot, cp->length);
+		if (cp->status == 0) {
+			handle_msg(d, d->rx_base + (uint64_t)slot * d->slot, cp->length, now);
+		}
 		else if (cp->status == -EMSGSIZE)
 			WARN("device %s: oversized message (%llu bytes) dropped", d->name,
 			     (unsigned long long)cp->length);
@@ -1164,8 +1216,6 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 				mark_dead(d, rc);
 		}
 	}
-	if (heard)
-		d->last_rx_ns = now_ns(CLOCK_MONOTONIC);
 	tx_pump(d);
 	if (n > 0 || d->dead)
 		d->gen++;
@@ -1254,7 +1304,6 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 
 	snprintf(d->spec, sizeof(d->spec), "%s", spec);
 	odl_tb5_open_opts_init(&o);
-	o.port = g_port;
 	/* kernel backend: batch SENDs/RECVs into one SUBMIT per pump (the
 	 * library ignores it on shm and on drivers without SUBMIT) */
 	d->batch = strncmp(spec, "shm:", 4) != 0 && env_long("ODL_TB5_RCCL_BATCH", 1, 0, 1);
@@ -1277,11 +1326,25 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		if (need > (8ull << 20))
 			o.ring_bytes = need;
 	}
-	rc = odl_tb5_open(spec, &o, &d->h);
+	/* the port: ODL_TB5_RCCL_PORT; else the first free one of AUTO_PORTS
+	 * from DEFAULT_PORT (each process of a machine gets its own), starting
+	 * at the one this device had before a revival */
+	for (uint32_t i = 0, first = d->port ? d->port : DEFAULT_PORT; i < (g_port ? 1 : AUTO_PORTS);
+	     i++) {
+		o.port = g_port ? g_port : DEFAULT_PORT + (first - DEFAULT_PORT + i) % AUTO_PORTS;
+		rc = odl_tb5_open(spec, &o, &d->h);
+		if (rc != -EBUSY && rc != -EADDRINUSE)
+			break;
+	}
 	if (rc < 0) {
-		INFO("cannot open device '%s' port %u: %s", spec, g_port, odl_tb5_strerror(rc));
+		if (g_port || (rc != -EBUSY && rc != -EADDRINUSE))
+			INFO("cannot open device '%s' port %u: %s", spec, o.port, odl_tb5_strerror(rc));
+		else
+			INFO("cannot open device '%s': ports %u..%u are all in use", spec, DEFAULT_PORT,
+			     DEFAULT_PORT + AUTO_PORTS - 1);
 		return rc;
 	}
+	d->port = o.port;
 	rc = odl_tb5_info(d->h, &d->info);
 	if (rc < 0)
 		goto fail;
@@ -1324,8 +1387,7 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		d->next_id = 1; /* comm ids stay unique across revivals */
 	d->next_key = 1;
 	d->open_gen++;
-	d->last_rx_ns = now_ns(CLOCK_MONOTONIC);
-	d->last_ping_ns = 0;
+	memset(d->peers, 0, sizeof(d->peers));
 	d->zc = env_long("ODL_TB5_RCCL_ZEROCOPY", 1, 0, 1) != 0;
 	d->urgent_cts = env_long("ODL_TB5_RCCL_URGENT_CTS", 1, 0, 1) != 0;
 
@@ -1350,7 +1412,7 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 	}
 	fill_pci_path(d);
 	INFO("device %d: %s (%s) port %u speed %d Mbps pci %s chunk %u tx %u rx %u", d->index,
-	     d->name, d->info.backend, g_port, d->speed, d->has_pci ? d->pci : "(none)", d->slot,
+	     d->name, d->info.backend, d->port, d->speed, d->has_pci ? d->pci : "(none)", d->slot,
 	     d->ntx, d->nrx);
 	return 0;
 fail:
@@ -1555,7 +1617,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	if (g_inited)
 		goto out;
 	g_instance = rnd64();
-	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", DEFAULT_PORT, 1, ODL_TB5_MAX_PORT);
+	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", 0, 0, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
 	g_dmabuf_adv = env_long("ODL_TB5_RCCL_DMABUF", 0, 0, 1) != 0;
 	g_peer_timeout_ms = env_long("ODL_TB5_RCCL_PEER_TIMEOUT_MS", DEFAULT_PEER_TIMEOUT_MS, 0,
@@ -1641,7 +1703,7 @@ static ncclResult_t core_props(int dev, ncclNetProperties_v7_t *p)
 	p->guid = d->guid;
 	p->ptrSupport = NCCL_PTR_HOST | (g_dmabuf_adv ? NCCL_PTR_DMABUF : 0);
 	p->speed = d->speed;
-	p->port = (int)g_port;
+	p->port = (int)d->port;
 	p->latency = d->latency;
 	p->maxComms = MAX_COMMS;
 	p->maxRecvs = MAX_RECVS;
@@ -1726,7 +1788,7 @@ static ncclResult_t core_listen(int dev, void *handle, void **listenComm)
 	hd->len = sizeof(*hd);
 	hd->instance = g_instance;
 	memcpy(hd->listener_uuid, d->info.local_uuid, 16);
-	hd->port = g_port;
+	hd->port = d->port;
 	hd->listen_id = c->id;
 	hd->listen_nonce = c->nonce;
 	pthread_mutex_unlock(&d->mu);
@@ -1754,9 +1816,9 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 	if (!d || !handle || !sendComm)
 		return fail(ncclInternalError);
 	if (hd->magic != HANDLE_MAGIC || hd->version != HANDLE_VERSION || hd->len != sizeof(*hd) ||
-	    hd->port != g_port) {
-		WARN("connect: not an odl_tb5 v%u handle for port %u (magic %llx len %u)",
-		     HANDLE_VERSION, g_port, (unsigned long long)hd->magic, hd->len);
+	    hd->port < 1 || hd->port > ODL_TB5_MAX_PORT) {
+		WARN("connect: not an odl_tb5 v%u handle (magic %llx len %u port %u)", HANDLE_VERSION,
+		     (unsigned long long)hd->magic, hd->len, hd->port);
 		return fail(ncclInvalidUsage);
 	}
 	if (hd->instance == g_instance) {
@@ -1786,18 +1848,25 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 			res = fail(ncclSystemError);
 			goto out;
 		}
+		if (hd->port != d->port && !(d->info.features & ODL_TB5_FEAT_PORTS)) {
+			WARN("connect: the listener is on port %u, this process on %u, and the %s backend cannot send to another port: give both the same ODL_TB5_RCCL_PORT",
+			     hd->port, d->port, d->info.backend);
+			res = fail(ncclInvalidUsage);
+			goto out;
+		}
 		c = new_comm(d, K_SEND);
 		if (!c) {
 			res = fail(ncclSystemError);
 			goto out;
 		}
 		c->state = S_PENDING;
+		c->peer_port = hd->port;
 		c->handle_cookie = hd->listen_nonce;
 		struct wire_hdr h = {
 			.type = M_CONN, .dst = hd->listen_id, .src = c->id, .nonce = hd->listen_nonce,
 			.total = g_instance,
 		};
-		queue_ctrl(d, &h, NULL, 0);
+		queue_ctrl(d, c->peer_port, &h, NULL, 0);
 		tx_pump(d);
 		hd->stage_cookie = g_instance;
 		hd->stage_comm = (uintptr_t)c;
@@ -1849,12 +1918,13 @@ static ncclResult_t core_accept(void *listenComm, void **recvComm)
 		if (!l->pend_head)
 			l->pend_tail = NULL;
 		c->peer_id = cp->peer_id;
+		c->peer_port = cp->peer_port;
 		c->peer_inst = cp->peer_inst;
 		c->state = S_READY;
 		free(cp);
 		struct wire_hdr h = { .type = M_ACK, .dst = c->peer_id, .src = c->id,
 				      .total = g_instance };
-		queue_ctrl(d, &h, NULL, 0);
+		queue_ctrl(d, c->peer_port, &h, NULL, 0);
 		tx_pump(d);
 		*recvComm = c;
 		STAT_ADD(op_accept, 1);
@@ -1876,13 +1946,13 @@ static ncclResult_t close_comm(void *comm, enum comm_kind k)
 	if (k == K_LISTEN) {
 		for (struct conn_pending *cp = c->pend_head; cp; cp = cp->next) {
 			struct wire_hdr h = { .type = M_REJ, .dst = cp->peer_id };
-			queue_ctrl(d, &h, NULL, 0);
+			queue_ctrl(d, cp->peer_port, &h, NULL, 0);
 		}
 	} else {
 		jobs_remove_comm(d, c);
 		if (c->state == S_READY && !d->dead) {
 			struct wire_hdr h = { .type = M_CLOSE, .dst = c->peer_id, .src = c->id };
-			queue_ctrl(d, &h, NULL, 0);
+			queue_ctrl(d, c->peer_port, &h, NULL, 0);
 		}
 	}
 	unlink_comm(d, c);
@@ -2301,7 +2371,7 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 	}
 	struct wire_hdr h = { .type = M_CTS, .dst = c->peer_id, .src = c->id, .seq = r->seq,
 			      .idx = (uint32_t)n };
-	queue_ctrl(d, &h, ent, (uint32_t)(n * sizeof(ent[0])));
+	queue_ctrl(d, c->peer_port, &h, ent, (uint32_t)(n * sizeof(ent[0])));
 	tx_pump(d);
 	pthread_mutex_unlock(&d->mu);
 	STAT_ADD(op_irecv, 1);

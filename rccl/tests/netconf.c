@@ -30,6 +30,18 @@
  *                                        unplug (two VMs) the cable is pulled
  *                                        and plugged back twice, then the
  *                                        scenario kills rank 1
+ *   netconf --pairs N [opts]             spawn mode with N rank pairs on one shm
+ *                                        device at once (2..8), started one
+ *                                        after the other: pair k's processes
+ *                                        must get port 78 + k (the plugin's
+ *                                        first free port); implies --shared
+ *   netconf --rank R ... --shared        the device is shared with other rank
+ *                                        pairs: bad calls, handshakes, the port
+ *                                        check (shm), sizes, grouped receives,
+ *                                        all-reduce, all-gather; nothing that
+ *                                        counts machine-wide (statistics,
+ *                                        idle wake-ups). NETCONF_EXPECT_PORT:
+ *                                        the port getProperties must report
  *   netconf --rank R ... --dmabuf        also regMrDmaBuf's data path, with
  *                                        DMA-bufs from the test exporter
  *                                        (/dev/odl_dmabuf_exp, odl_dmabuf_exp.ko)
@@ -629,6 +641,8 @@ static void *props_thread(void *arg)
 	return NULL;
 }
 
+static int g_dev0_shm; /* device 0 is a shm device (t_init_props) */
+
 static int t_init_props(void)
 {
 	int ndev = -1;
@@ -658,9 +672,15 @@ static int t_init_props(void)
 			OKR(n_props(e, &q), "getProperties");
 			CHECK(strcmp(q.name, p.name) != 0, "devices %d and %d share name %s", e, d, p.name);
 		}
-		say("# dev %d: name %s pci %s guid %016llx speed %d Mbps latency %.1f us maxComms %d maxRecvs %d\n",
+		say("# dev %d: name %s pci %s guid %016llx speed %d Mbps latency %.1f us maxComms %d maxRecvs %d port %d\n",
 		    d, p.name, p.pciPath ? p.pciPath : "(none)", (unsigned long long)p.guid, p.speed,
-		    p.latency, p.maxComms, p.maxRecvs);
+		    p.latency, p.maxComms, p.maxRecvs, p.port);
+		/* the port this process got (ODL_TB5_RCCL_PORT, or the first
+		 * free one: --pairs and the multi-rank scenario know which) */
+		const char *xp = getenv("NETCONF_EXPECT_PORT");
+		if (d == 0)
+			g_dev0_shm = strstr(p.name, "shm:") != NULL;
+		CHECK(!xp || p.port == atoi(xp), "dev %d: port %d (%s expected)", d, p.port, xp);
 	}
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++)
@@ -702,6 +722,13 @@ static void t_bad_calls(int ndev)
 	uint32_t big = 4096; /* the handle's length field (bytes 12..15): oversize */
 	memcpy(bad + 12, &big, sizeof(big));
 	CHECK(n_connect(0, bad, &c) == ncclInvalidUsage && c == NULL, "connect(oversize handle)");
+	/* the listener's port (bytes 40..43): 0 and 256 are no ports */
+	memcpy(bad, h, sizeof(bad));
+	for (uint32_t port = 0; port <= 256; port += 256) {
+		memcpy(bad + 40, &port, sizeof(port));
+		CHECK(n_connect(0, bad, &c) == ncclInvalidUsage && c == NULL, "connect(handle with port %u)",
+		      port);
+	}
 	CHECK(n_connect(ndev, h, &c) != ncclSuccess, "connect(bad dev)");
 	CHECK(n_connect(0, NULL, &c) != ncclSuccess, "connect(NULL handle)");
 	OKR(n_closeListen(l), "closeListen");
@@ -722,6 +749,38 @@ static void t_bad_calls(int ndev)
 	CHECK(n_closeSend(junk) != ncclSuccess, "closeSend(junk)");
 	CHECK(n_test(junk, &done, sz) != ncclSuccess, "test(junk)");
 	pass("bad calls return NCCL error codes (NULL comm, oversize handle, unknown device)");
+}
+
+/*
+ * A listener on another port than this process's: the shm backend cannot
+ * send there (one segment per port number), so connect must refuse at once
+ * (ncclInvalidUsage, nothing pending) instead of waiting for an answer.
+ */
+static void t_port_mismatch(void)
+{
+	unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+	void *l = NULL, *c = (void *)1;
+	ncclNetProperties_v7_t p;
+
+	if (!g_dev0_shm)
+		return;
+	if (g_rank == 1) {
+		OKR(n_listen(g_dev, h, &l), "listen");
+		oob_write(h, sizeof(h));
+		barrier();
+		OKR(n_closeListen(l), "closeListen");
+	} else {
+		uint32_t port;
+
+		OKR(n_props(g_dev, &p), "getProperties");
+		oob_read(h, sizeof(h));
+		port = (uint32_t)(p.port % 255) + 1; /* not this process's port */
+		memcpy(h + 40, &port, sizeof(port));
+		CHECK(TIMED(n_connect(g_dev, h, &c), "connect") == ncclInvalidUsage && c == NULL,
+		      "connect to a listener on port %u from port %d over shm", port, p.port);
+		barrier();
+	}
+	pass("shm: a listener on another port is refused at once (ncclInvalidUsage)");
 }
 
 static void t_handshake(void)
@@ -2278,6 +2337,12 @@ static void bench_allreduce(void)
  * revival.
  */
 static int g_fail; /* 1 kill, 2 unplug */
+/* --shared: the device is shared with other rank pairs (run_rank); --pairs */
+static int g_shared;
+#define PAIRS_MAX 8
+static int g_pairs = 1;
+/* spawn mode: written to once the plugin has its device (and port) */
+static int g_ready_fd = -1;
 #define FAIL_INFLIGHT 8
 #define FAIL_MSG (1u << 20)
 
@@ -2601,6 +2666,9 @@ static void t_link_failure(void)
 	fault_peer_gone(3);
 }
 
+static int tcp_oob(const char *listen_port, const char *connect_to);
+static const char *g_oob_listen, *g_oob_connect; /* rank mode: TCP out-of-band */
+
 static void run_rank(int want_api)
 {
 	g_lib = load_plugin();
@@ -2608,6 +2676,15 @@ static void run_rank(int want_api)
 	t_table();
 	int ndev = t_init_props();
 	const char *d = getenv("NETCONF_DEV");
+
+	if (g_ready_fd >= 0) {
+		if (write(g_ready_fd, "r", 1) != 1)
+			FAILF("cannot tell the parent this rank is ready");
+		close(g_ready_fd);
+		g_ready_fd = -1;
+	}
+	if (g_oob < 0)
+		g_oob = tcp_oob(g_oob_listen, g_oob_connect);
 	g_dev = d ? atoi(d) : 0;
 	if (g_fail) {
 		barrier();
@@ -2620,32 +2697,41 @@ static void run_rank(int want_api)
 		barrier();
 		return;
 	}
+	/* g_shared: other rank pairs use the device at the same time; the
+	 * sequence without what counts or limits machine-wide (idle
+	 * wake-ups, saturation, the DMA-buf exporter, many comms) */
 	t_bad_calls(ndev);
 	barrier();
 	t_handshake();
+	t_port_mismatch();
 	void *s, *r;
 	setup_pair(&s, &r);
-	t_idle();
+	if (!g_shared)
+		t_idle();
 	t_sizes(s, r);
 	barrier();
 	t_grouped(s, r);
 	barrier();
-	t_saturation(s, r);
-	barrier();
-	t_truncation_flush_reg(s, r);
-	barrier();
-	if (g_dmabuf) {
+	if (!g_shared) {
+		t_saturation(s, r);
+		barrier();
+		t_truncation_flush_reg(s, r);
+		barrier();
+	}
+	if (g_dmabuf && !g_shared) {
 		t_dmabuf(s, r);
 		barrier();
 	}
 	OKR(n_closeSend(s), "closeSend");
 	OKR(n_closeRecv(r), "closeRecv");
 	barrier();
-	t_multi_comm();
-	t_close_orders();
+	if (!g_shared) {
+		t_multi_comm();
+		t_close_orders();
+	}
 	t_collectives();
 	barrier();
-	say("# rank%d: all tests passed (api v%d)\n", g_rank, g_api);
+	say("# rank%d: all tests passed (api v%d%s)\n", g_rank, g_api, g_shared ? ", device shared" : "");
 }
 
 /* ------------------------------------------------------------------ */
@@ -2785,6 +2871,10 @@ int main(int argc, char **argv)
 			g_fail = !strcmp(v, "kill") ? 1 : !strcmp(v, "unplug") ? 2 : 3, i++;
 		else if (!strcmp(a, "--load-only"))
 			loadonly = 1;
+		else if (!strcmp(a, "--shared"))
+			g_shared = 1;
+		else if (!strcmp(a, "--pairs") && v && atoi(v) >= 1 && atoi(v) <= PAIRS_MAX)
+			g_pairs = atoi(v), g_shared = g_pairs > 1, i++;
 		else {
 			fprintf(stderr, "usage: see the comment at the top of %s\n", __FILE__);
 			return 2;
@@ -2798,82 +2888,119 @@ int main(int argc, char **argv)
 		return load_only(want_api);
 	if (rank >= 0) {
 		g_rank = rank;
-		g_oob = tcp_oob(rank == 0 ? (olisten ? olisten : "29500") : NULL,
-				rank == 0 ? NULL : (oconnect ? oconnect : "127.0.0.1:29500"));
+		/* the out-of-band connection is made by run_rank once the plugin
+		 * has its device (and port): processes started one after the
+		 * other take their ports in that order */
+		g_oob_listen = rank == 0 ? (olisten ? olisten : "29500") : NULL;
+		g_oob_connect = rank == 0 ? NULL : (oconnect ? oconnect : "127.0.0.1:29500");
 		run_rank(want_api);
 		if (!g_peer_gone)
 			barrier();
 		say("1..%d\n", g_tapn);
 		return 0;
 	}
-	/* spawn mode: two ranks on this host over the shm backend */
-	int sv[2];
+	/* spawn mode: two ranks on this host over the shm backend; --pairs N:
+	 * N such pairs on one shm device at once, started one pair after the
+	 * other so that pair k's processes get port 78 + k on both sides */
 	char shm[64];
-	pid_t pid[2];
+	pid_t pid[2 * PAIRS_MAX];
+	int status[2 * PAIRS_MAX], left = 2 * g_pairs;
+	const char *fixed_port = getenv("ODL_TB5_RCCL_PORT");
 
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		return perror("socketpair"), 1;
-	snprintf(shm, sizeof(shm), "netconf%d", (int)getpid());
-	for (int r = 0; r < 2; r++) {
-		pid[r] = fork();
-		if (pid[r] == 0) {
-			char spec[96];
-			g_rank = r;
-			g_oob = sv[r];
-			close(sv[1 - r]);
-			if (!no_shm) {
-				snprintf(spec, sizeof(spec), "shm:%s:%c", shm, r == 0 ? 'a' : 'b');
-				setenv("ODL_TB5_DEVICE", spec, 1);
-			}
-			g_pass_as_comment = r == 1; /* one TAP stream: rank 0's */
-			run_rank(want_api);
-			if (g_fail != 1 && !g_peer_gone) /* --fail kill/stop: the peer is dead */
-				barrier();
-			if (r == 0)
-				say("1..%d\n", g_tapn);
-			fflush(stdout);
-			exit(0); /* runs the plugin's destructor like a real process exit */
-		}
+	if (g_pairs > 1 && (g_fail || g_bench_bytes || g_dmabuf || no_shm)) {
+		fprintf(stderr, "--pairs runs the shared-device sequence over shm only\n");
+		return 2;
 	}
-	close(sv[0]);
-	close(sv[1]);
-	int status[2] = { -1, -1 }, left = 2;
+	snprintf(shm, sizeof(shm), "netconf%d", (int)getpid());
+	for (int k = 0; k < g_pairs; k++) {
+		int sv[2], ready[2];
+
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pipe(ready))
+			return perror("socketpair/pipe"), 1;
+		for (int r = 0; r < 2; r++) {
+			pid[2 * k + r] = fork();
+			if (pid[2 * k + r] == 0) {
+				char spec[96], port[16];
+				g_rank = r;
+				g_oob = sv[r];
+				close(sv[1 - r]);
+				close(ready[0]);
+				g_ready_fd = ready[1];
+				if (!no_shm) {
+					snprintf(spec, sizeof(spec), "shm:%s:%c", shm, r == 0 ? 'a' : 'b');
+					setenv("ODL_TB5_DEVICE", spec, 1);
+				}
+				if (g_pairs > 1 && !fixed_port) {
+					snprintf(port, sizeof(port), "%d", 78 + k);
+					setenv("NETCONF_EXPECT_PORT", port, 1);
+				}
+				/* one TAP stream: rank 0's of the first pair */
+				g_pass_as_comment = r == 1 || k > 0;
+				run_rank(want_api);
+				if (g_fail != 1 && !g_peer_gone) /* --fail kill/stop: the peer is dead */
+					barrier();
+				if (r == 0 && k == 0)
+					say("1..%d\n", g_tapn);
+				fflush(stdout);
+				exit(0); /* runs the plugin's destructor like a real process exit */
+			}
+		}
+		close(sv[0]);
+		close(sv[1]);
+		close(ready[1]);
+		/* both ranks of this pair have their ports (EOF: one died) */
+		for (int got = 0; got < 2;) {
+			char c;
+			ssize_t n = read(ready[0], &c, 1);
+
+			if (n == 1)
+				got++;
+			else if (n == 0 || errno != EINTR)
+				break;
+		}
+		close(ready[0]);
+	}
+	for (int i = 0; i < 2 * g_pairs; i++)
+		status[i] = -1;
 	double t0 = now_s();
 	while (left) {
-		for (int r = 0; r < 2; r++) {
-			if (status[r] != -1)
+		for (int i = 0; i < 2 * g_pairs; i++) {
+			if (status[i] != -1)
 				continue;
 			int st;
-			pid_t p = waitpid(pid[r], &st, WNOHANG);
-			if (p == pid[r]) {
-				status[r] = st;
+			pid_t p = waitpid(pid[i], &st, WNOHANG);
+			if (p == pid[i]) {
+				status[i] = st;
 				left--;
 			}
 		}
 		if (left && now_s() - t0 > timeout) {
 			say("not ok - timeout after %d s, killing ranks\n", timeout);
-			for (int r = 0; r < 2; r++)
-				if (status[r] == -1)
-					kill(pid[r], SIGKILL);
+			for (int i = 0; i < 2 * g_pairs; i++)
+				if (status[i] == -1)
+					kill(pid[i], SIGKILL);
 			timeout = 1 << 30;
 		}
 		if (left)
 			sleep_ms(20);
 	}
 	int ok = 1;
-	for (int r = 0; r < 2; r++) {
+	for (int i = 0; i < 2 * g_pairs; i++) {
+		int r = i % 2;
+
 		if ((g_fail == 1 || g_fail == 3) && r == 1) {
 			/* --fail kill/stop: rank 1 must have died by SIGKILL */
-			if (!WIFSIGNALED(status[r]) || WTERMSIG(status[r]) != SIGKILL) {
+			if (!WIFSIGNALED(status[i]) || WTERMSIG(status[i]) != SIGKILL) {
 				ok = 0;
-				say("# rank1 was to die by SIGKILL (status %#x)\n", status[r]);
+				say("# rank1 was to die by SIGKILL (status %#x)\n", status[i]);
 			}
 			continue;
 		}
-		if (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]) != 0) {
+		if (!WIFEXITED(status[i]) || WEXITSTATUS(status[i]) != 0) {
 			ok = 0;
-			say("# rank%d exited with %s %d\n", r, WIFEXITED(status[r]) ? "status" : "signal",
-			    WIFEXITED(status[r]) ? WEXITSTATUS(status[r]) : WTERMSIG(status[r]));
+			say("# pair %d rank%d exited with %s %d\n", i / 2, r,
+			    WIFEXITED(status[i]) ? "status" : "signal",
+			    WIFEXITED(status[i]) ? WEXITSTATUS(status[i]) : WTERMSIG(status[i]));
 		}
 	}
 	say("# netconf: %s\n", ok ? "PASS" : "FAIL");
