@@ -118,7 +118,8 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 # advertised (ODL_TB5_RCCL_DMABUF=1)). The statistics show both paths. Then
 # the peer dies mid-transfer (--fail kill): the survivor gets NCCL errors;
 # and the peer stops (--fail stop, SIGSTOP): the keepalive fails the waiting
-# comms with ncclRemoteError after ODL_TB5_RCCL_PEER_TIMEOUT_MS. Last, three
+# comms with ncclRemoteError after ODL_TB5_RCCL_PEER_TIMEOUT_MS; the killed
+# rank must not stay counted in procs_attached (liveness locks). Last, three
 # rank pairs share one shm device at once (--pairs 3): each process takes
 # the first free port (pair k: 78 + k on both sides, checked), and a
 # listener on another port is refused at once (shm cannot send there).
@@ -141,7 +142,10 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	  zc, urg = (int(v) for v in open("$(RCCL_TEST_STATS).zc").read().split()); \
 	  assert s["zc_tx_bytes"] == zc and s["cts_urgent"] == urg, s; \
 	  print("ok - statistics file consistent (staged run without urgent CTS added no zero-copy bytes, no urgent CTS)")'
-	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --fail kill --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) $(RCCL_NETCONF) --fail kill --timeout $(RCCL_TIMEOUT)
+	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
+	  assert s["inits"] == 6 and s["procs_attached"] == 0 and s["procs_live"] == 0, s; \
+	  print("ok - statistics: the SIGKILLed rank is not counted as attached (procs_attached 0, procs_live 0)")'
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 \
 	  $(RCCL_NETCONF) --fail stop --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --pairs 3 --quick --timeout $(RCCL_TIMEOUT)

@@ -18,6 +18,7 @@
 #ifndef ODL_TB5_RCCL_STATS_H
 #define ODL_TB5_RCCL_STATS_H
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,9 @@ struct odl_tb5_rccl_stats {
 	uint32_t size;		 /* sizeof(struct odl_tb5_rccl_stats) of the creator */
 	uint64_t created_ns;	 /* CLOCK_REALTIME at creation: uptime = now - created_ns */
 	uint64_t last_init_ns;	 /* CLOCK_REALTIME of the latest plugin init on the host */
-	uint32_t procs_attached; /* processes with the plugin loaded and initialised */
+	uint32_t procs_attached; /* processes with the plugin loaded and initialised,
+				  * as counted at the latest attach or detach
+				  * (see ODL_TB5_RCCL_STATS_SLOT_OFF) */
 	uint32_t last_pid;	 /* pid of the latest init */
 	uint64_t inits;		 /* successful plugin inits */
 
@@ -107,5 +110,48 @@ struct odl_tb5_rccl_stats {
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");
+
+/*
+ * Which processes are attached (plugins of 2026-11-26 and later): each one
+ * holds an open-file-description write lock on one byte of the file at
+ * ODL_TB5_RCCL_STATS_SLOT_OFF + slot (slot < ODL_TB5_RCCL_STATS_SLOTS; past
+ * the struct, the file need not reach there). The kernel drops the lock
+ * when the process ends, however it ends (a SIGKILL too), so
+ * odl_tb5_rccl_stats_live() on a descriptor of the file counts the
+ * processes attached right now (not those holding locks through that same
+ * descriptor), or returns -1 (errno) when the locks cannot be read; every
+ * attach and detach stores the count in procs_attached.
+ */
+#define ODL_TB5_RCCL_STATS_SLOT_OFF 4096
+#define ODL_TB5_RCCL_STATS_SLOTS 4096
+#ifndef F_OFD_GETLK
+#define F_OFD_GETLK 36 /* Linux 3.15 */
+#endif
+#ifndef F_OFD_SETLK
+#define F_OFD_SETLK 37
+#endif
+
+static inline int odl_tb5_rccl_stats_live(int fd)
+{
+	off_t off = ODL_TB5_RCCL_STATS_SLOT_OFF, end = off + ODL_TB5_RCCL_STATS_SLOTS;
+	int n = 0;
+
+	while (off < end) {
+		struct flock fl;
+
+		memset(&fl, 0, sizeof(fl));
+		fl.l_type = F_WRLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = off;
+		fl.l_len = end - off;
+		if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+			return -1;
+		if (fl.l_type == F_UNLCK)
+			break;
+		n++;
+		off = fl.l_start + (fl.l_len > 0 ? fl.l_len : 1);
+	}
+	return n;
+}
 
 #endif /* ODL_TB5_RCCL_STATS_H */

@@ -125,6 +125,8 @@ __attribute__((format(printf, 4, 5))) static void plog(ncclDebugLogLevel lvl, co
 static struct odl_tb5_rccl_stats g_stats_dummy;
 static struct odl_tb5_rccl_stats *g_stats = &g_stats_dummy;
 static bool g_stats_mapped;
+static int g_stats_fd = -1;  /* the file, while mapped: holds this process's slot */
+static bool g_stats_slot;    /* a liveness slot is locked through g_stats_fd */
 
 #define STAT_ADD(f, v) __atomic_fetch_add(&g_stats->f, (uint64_t)(v), __ATOMIC_RELAXED)
 
@@ -163,6 +165,19 @@ static void mkdir_p(const char *path)
 	}
 }
 
+/*
+ * procs_attached = the processes holding a liveness lock (this one's own,
+ * taken through fd, is not seen through fd: added). The file's flock held.
+ */
+static void stats_count(int fd)
+{
+	int n = odl_tb5_rccl_stats_live(fd);
+
+	if (n >= 0)
+		__atomic_store_n(&g_stats->procs_attached, (uint32_t)n + (g_stats_slot ? 1 : 0),
+				 __ATOMIC_RELAXED);
+}
+
 static void stats_open(void)
 {
 	const char *path = odl_tb5_rccl_stats_path();
@@ -195,11 +210,22 @@ static void stats_open(void)
 	}
 	g_stats = s;
 	g_stats_mapped = true;
+	/* this process's liveness lock: the first free slot */
+	for (int i = 0; i < ODL_TB5_RCCL_STATS_SLOTS && !g_stats_slot; i++) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET,
+				    .l_start = ODL_TB5_RCCL_STATS_SLOT_OFF + i, .l_len = 1 };
+
+		if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+			g_stats_slot = true;
+	}
+	stats_count(fd);
 	__atomic_store_n(&s->last_init_ns, now_ns(CLOCK_REALTIME), __ATOMIC_RELAXED);
 	__atomic_store_n(&s->last_pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
-	__atomic_fetch_add(&s->procs_attached, 1, __ATOMIC_RELAXED);
 	STAT_ADD(inits, 1);
 	INFO("statistics published in %s", path);
+	flock(fd, LOCK_UN);
+	g_stats_fd = fd; /* holds the lock until stats_close */
+	return;
 out:
 	flock(fd, LOCK_UN);
 	close(fd);
@@ -209,7 +235,18 @@ static void stats_close(void)
 {
 	if (!g_stats_mapped)
 		return;
-	__atomic_fetch_sub(&g_stats->procs_attached, 1, __ATOMIC_RELAXED);
+	flock(g_stats_fd, LOCK_EX);
+	if (g_stats_slot) {
+		struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET,
+				    .l_start = ODL_TB5_RCCL_STATS_SLOT_OFF, .l_len = ODL_TB5_RCCL_STATS_SLOTS };
+
+		fcntl(g_stats_fd, F_OFD_SETLK, &fl);
+		g_stats_slot = false;
+	}
+	stats_count(g_stats_fd);
+	flock(g_stats_fd, LOCK_UN);
+	close(g_stats_fd);
+	g_stats_fd = -1;
 	munmap(g_stats, sizeof(*g_stats));
 	g_stats = &g_stats_dummy;
 	g_stats_mapped = false;

@@ -50,6 +50,8 @@ int main(int argc, char **argv)
 	}
 	const struct odl_tb5_rccl_stats *s =
 		mmap(NULL, sizeof(*s), PROT_READ, MAP_SHARED, fd, 0);
+	/* processes attached right now (their liveness locks), -1 unknown */
+	int live = odl_tb5_rccl_stats_live(fd);
 	close(fd);
 	if (s == MAP_FAILED) {
 		perror("mmap");
@@ -86,13 +88,15 @@ int main(int argc, char **argv)
 		{ "pings", LD(pings) }, { "peer_lost", LD(peer_lost) },
 	};
 	if (json) {
-		printf("{\"path\": \"%s\", \"version\": %u, \"uptime_s\": %.3f", path, s->version, uptime);
+		printf("{\"path\": \"%s\", \"version\": %u, \"uptime_s\": %.3f, \"procs_live\": %d", path,
+		       s->version, uptime, live);
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 			printf(", \"%s\": %llu", f[i].name, (unsigned long long)f[i].v);
 		printf("}\n");
 	} else {
 		printf("%-16s %s (version %u, %u bytes)\n", "file", path, s->version, s->size);
 		printf("%-16s %.3f s\n", "uptime", uptime);
+		printf("%-16s %d\n", "procs_live", live);
 		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 			printf("%-16s %llu\n", f[i].name, (unsigned long long)f[i].v);
 	}
