@@ -15,14 +15,18 @@
 # statistics count both revivals. Round 3 leaves the cable in and kills rank
 # 1's process while both have only unmatched receives posted: rank 0's
 # keepalive (ODL_TB5_RCCL_PEER_TIMEOUT_MS, 4 s here) must fail its waiting
-# comms with ncclRemoteError, and the device must stay usable. The
+# comms with ncclRemoteError, and the device must stay usable. Round 4: one
+# process on a with comms to two processes on b (ports 78 and 79, the first
+# free ones); the one on 79 stops itself while the other keeps exchanging
+# data with a's: the keepalive works per peer port, so only the stopped
+# process's comms may fail (netconf --fail stop-one). The
 # out-of-band channel is virtio-net, as in net-plugin. Needs `make driver rccl`.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 RCCL_BUILD=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}
 NETCONF=$RCCL_BUILD/netconf.static
 STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
-tap_plan 16
+tap_plan 19
 tap_timeout 900
 odl_need_build
 [ -x "$NETCONF" ] && [ -x "$STATS" ] ||
@@ -114,6 +118,44 @@ if [ "$(vm a grep -cE '^ok [0-9]+ - rank0: (link failure|after the replug)' /tmp
 else
 	not_ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)" "$(outputs)"
 fi
+# round 4: one process on a, two on b, each taking the first free port
+# (78 and 79 on b); the one on 79 posts receives and stops itself
+# (SIGSTOP) while the one on 78 keeps exchanging verified data with a's:
+# the keepalive works per peer port, so a's comms with the stopped process
+# must fail with ncclRemoteError although messages from b keep arriving,
+# and those with the other must go on working
+env4="NETCONF_DEV=0 ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000"
+args4="--deadline 60 --call-bound 2"
+vm a sh -c "rm -f /tmp/n4.out; setsid sh -c '$env4 /tmp/netconf --rank 0 --oob-listen 29530 --oob-listen2 29531 --fail stop-one $args4; echo netconf-exit=\$?' > /tmp/n4.out 2>&1 < /dev/null &"
+vm b sh -c "rm -f /tmp/n4p.out; setsid sh -c '$env4 NETCONF_EXPECT_PORT=78 /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29530 --fail stop-one $args4; echo netconf-exit=\$?' > /tmp/n4p.out 2>&1 < /dev/null &"
+wait_for "vm b grep -q '^# dev 0:' /tmp/n4p.out" 120 2
+vm b sh -c "rm -f /tmp/n4s.out; setsid sh -c '$env4 NETCONF_EXPECT_PORT=79 /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29531 --fail stop $args4; echo netconf-exit=\$?' > /tmp/n4s.out 2>&1 < /dev/null &"
+out4() {
+	echo "a:"; vm a cat /tmp/n4.out 2>&1 | tail -n 30
+	echo "b, the peer that stays (78):"; vm b cat /tmp/n4p.out 2>&1 | tail -n 30
+	echo "b, the peer that stops (79):"; vm b cat /tmp/n4s.out 2>&1 | tail -n 30
+}
+if wait_for "vm b grep -q '# fault: round 1 quiet' /tmp/n4s.out && vm a grep -q '# stop-one: one peer stopped' /tmp/n4.out" 180 2; then
+	ok "round 4: a's process has comms with two processes of b (ports 78 and 79, the first free ones); the one on 79 stopped with its receives posted" \
+		"$(vm b grep '^# dev 0:' /tmp/n4p.out /tmp/n4s.out 2>&1)"
+else
+	not_ok "round 4: a's process has comms with two processes of b (ports 78 and 79); the one on 79 stopped with its receives posted" "$(out4)"
+fi
+if wait_for "vm a grep -q netconf-exit= /tmp/n4.out" 240 2 && vm a grep -q '^netconf-exit=0$' /tmp/n4.out &&
+	vm a grep -qE '^ok [0-9]+ - rank0: stop-one: of two peer processes one stopped' /tmp/n4.out; then
+	ok "round 4: a's comms with the stopped process failed with ncclRemoteError while the other kept exchanging verified data; exited 0" \
+		"$(vm a grep '^# stop-one: the stopped' /tmp/n4.out)"
+else
+	not_ok "round 4: a's comms with the stopped process failed with ncclRemoteError while the other kept exchanging verified data; exited 0" "$(out4)"
+fi
+if wait_for "vm b grep -q netconf-exit= /tmp/n4p.out" 120 2 && vm b grep -q '^netconf-exit=0$' /tmp/n4p.out &&
+	vm b grep -qE 'stop-one: exchanged verified data with rank 0' /tmp/n4p.out; then
+	ok "round 4: b's other process exchanged verified data throughout and exited 0" "$(vm b grep '^# stop-one' /tmp/n4p.out)"
+else
+	not_ok "round 4: b's other process exchanged verified data throughout and exited 0" "$(out4)"
+fi
+vm b sh -c 'kill -9 $(pidof netconf)' >/dev/null 2>&1
+wait_for "vm b grep -q netconf-exit= /tmp/n4s.out" 60 2
 sa=$(vm a /tmp/rccl_stats --json 2>&1)
 sb=$(vm b /tmp/rccl_stats --json 2>&1)
 if res=$(python3 -c '
@@ -122,14 +164,16 @@ for n, t in (("a", sys.argv[1]), ("b", sys.argv[2])):
     s = json.loads(t)
     assert s["revivals"] >= 2, "%s: revivals %d" % (n, s["revivals"])
     if n == "a":
-        assert s["pings"] >= 1 and s["peer_lost"] >= 2, "a: pings %d peer_lost %d" % (s["pings"], s["peer_lost"])
-    # the process on b was killed: it never detached
-    assert s["procs_attached"] == (0 if n == "a" else 1), "%s: procs_attached %d" % (n, s["procs_attached"])
+        assert s["pings"] >= 2 and s["peer_lost"] >= 4, "a: pings %d peer_lost %d" % (s["pings"], s["peer_lost"])
+        assert s["procs_attached"] == 0, "a: procs_attached %d" % s["procs_attached"]
+    # b: two processes were killed (rounds 3 and 4): not alive, whatever
+    # procs_attached says since the last detach there
+    assert s["procs_live"] == 0, "%s: procs_live %d" % (n, s["procs_live"])
     print("%s: revivals %d, pings %d, peer_lost %d, errors %d, tx %d rx %d bytes" % (n, s["revivals"], s["pings"], s["peer_lost"], s["errors"], s["tx_bytes"], s["rx_bytes"]))
 ' "$sa" "$sb" 2>&1); then
-	ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed" "$res"
+	ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed; no process left alive" "$res"
 else
-	not_ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed" "$res" "a: $sa" "b: $sb"
+	not_ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed; no process left alive" "$res" "a: $sa" "b: $sb"
 fi
 odl_check_clean
 tap_done

@@ -29,7 +29,11 @@
  *                                        (SIGSTOP): the keepalive must notice;
  *                                        unplug (two VMs) the cable is pulled
  *                                        and plugged back twice, then the
- *                                        scenario kills rank 1
+ *                                        scenario kills rank 1; stop-one (two
+ *                                        VMs, rank 0 with --oob-listen2 P2
+ *                                        too) one of rank 0's two peers stops
+ *                                        while the other keeps exchanging
+ *                                        (see t_stop_one)
  *   netconf --pairs N [opts]             spawn mode with N rank pairs on one shm
  *                                        device at once (2..8), started one
  *                                        after the other: pair k's processes
@@ -2336,7 +2340,7 @@ static void bench_allreduce(void)
  * carries 0 B .. 4 MiB both ways, verified, and the statistics count the
  * revival.
  */
-static int g_fail; /* 1 kill, 2 unplug */
+static int g_fail; /* 1 kill, 2 unplug, 3 stop, 4 stop-one */
 /* --shared: the device is shared with other rank pairs (run_rank); --pairs */
 static int g_shared;
 #define PAIRS_MAX 8
@@ -2651,8 +2655,104 @@ static void fault_peer_gone(int round)
 	pass("peer process gone with the link up: waiting requests fail with ncclRemoteError after the keepalive timeout, the device stays usable");
 }
 
+/*
+ * --fail stop-one (two machines, three processes): this process (rank 0,
+ * --oob-listen and --oob-listen2) has comms with two processes of the other
+ * machine on two ports there. The one on --oob-listen2 runs --fail stop:
+ * it posts unmatched receives, so does this side, then it stops itself
+ * (SIGSTOP; the scenario kills it). The one on --oob-listen (rank 1,
+ * --fail stop-one) keeps exchanging verified messages with this one all the
+ * while. The keepalive works per peer port: the stopped process's comms must
+ * fail with ncclRemoteError although messages from the other keep arriving,
+ * and the other's comms must go on working.
+ */
+static const char *g_oob_listen2;
+static int tcp_oob(const char *listen_port, const char *connect_to);
+
+static void t_stop_one(void)
+{
+	static const size_t sz[] = { 1, 4097, 256u << 10 };
+	void *s1, *r1, *s2, *r2, *rreq[FAIL_INFLIGHT];
+	struct area a1, b1, sa2, ra2;
+	double bound = 3.0 * (double)peer_timeout_ms() / 1000.0 + g_deadline_s, t0;
+	int oob1 = g_oob, rounds = 0;
+	ncclResult_t err = ncclSuccess;
+
+	CHECK(peer_timeout_ms() > 0, "stop-one: the keepalive is off (ODL_TB5_RCCL_PEER_TIMEOUT_MS=0)");
+	if (g_rank == 1) {
+		/* the peer that stays: exchange for as long as rank 0 says */
+		setup_pair(&s1, &r1);
+		area_init(&a1, s1, 1u << 20);
+		area_init(&b1, r1, 1u << 20);
+		while (exchange_u64(0))
+			xfer_both(s1, r1, &a1, &b1, sz, 3, 0, 4242u + (uint32_t)rounds++);
+		OKR(n_closeSend(s1), "closeSend");
+		OKR(n_closeRecv(r1), "closeRecv");
+		area_free(&a1, s1);
+		area_free(&b1, r1);
+		say("# stop-one: %d exchanges with rank 0\n", rounds);
+		pass("stop-one: exchanged verified data with rank 0 while its other peer was stopped");
+		return;
+	}
+	CHECK(g_oob_listen2, "stop-one: rank 0 needs --oob-listen2 for the peer that stops");
+	g_oob = tcp_oob(g_oob_listen2, NULL);
+	barrier(); /* the one run_rank does on that side */
+	setup_pair(&s2, &r2);
+	area_init(&sa2, s2, FAIL_MSG);
+	area_init(&ra2, r2, (size_t)FAIL_INFLIGHT * FAIL_MSG);
+	(void)exchange_u64((uint64_t)getpid());
+	post_unmatched(r2, &ra2, rreq);
+	barrier(); /* that peer stops now */
+	g_oob = oob1;
+	setup_pair(&s1, &r1);
+	area_init(&a1, s1, 1u << 20);
+	area_init(&b1, r1, 1u << 20);
+	say("# stop-one: one peer stopped, exchanging with the other\n");
+	fflush(stdout);
+	t0 = now_s();
+	while (err == ncclSuccess) {
+		CHECK(now_s() - t0 < bound,
+		      "stop-one: the stopped peer's receives did not fail in %.0f s (%d exchanges with the other peer kept it looking alive?)",
+		      bound, rounds);
+		(void)exchange_u64(1);
+		xfer_both(s1, r1, &a1, &b1, sz, 3, 0, 4242u + (uint32_t)rounds++);
+		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
+			int dn = 0;
+
+			err = n_test(rreq[i], &dn, NULL);
+			CHECK(err != ncclSuccess || !dn, "stop-one: a receive nobody sends to completed");
+		}
+	}
+	say("# stop-one: the stopped peer's receive failed (%d) after %.2f s, %d exchanges with the other peer meanwhile (keepalive timeout %ld ms)\n",
+	    (int)err, now_s() - t0, rounds, peer_timeout_ms());
+	CHECK(err == ncclRemoteError, "stop-one: test returned %d (ncclRemoteError expected)", (int)err);
+	for (int i = 0; i < FAIL_INFLIGHT; i++) {
+		int dn = 0;
+
+		CHECK(n_test(rreq[i], &dn, NULL) == ncclRemoteError,
+		      "stop-one: another receive from the stopped peer did not fail");
+	}
+	/* the other peer's comms were not failed with it */
+	(void)exchange_u64(1);
+	xfer_both(s1, r1, &a1, &b1, sz, 3, 0, 4242u + (uint32_t)rounds++);
+	(void)exchange_u64(0);
+	OKR(n_closeSend(s2), "closeSend");
+	OKR(n_closeRecv(r2), "closeRecv");
+	area_free(&sa2, s2);
+	area_free(&ra2, r2);
+	OKR(n_closeSend(s1), "closeSend");
+	OKR(n_closeRecv(r1), "closeRecv");
+	area_free(&a1, s1);
+	area_free(&b1, r1);
+	pass("stop-one: of two peer processes one stopped: its comms failed with ncclRemoteError while the other's kept exchanging verified data");
+}
+
 static void t_link_failure(void)
 {
+	if (g_fail == 4) {
+		t_stop_one();
+		return;
+	}
 	if (g_fail == 3) {
 		fault_peer_gone(1);
 		return;
@@ -2666,7 +2766,6 @@ static void t_link_failure(void)
 	fault_peer_gone(3);
 }
 
-static int tcp_oob(const char *listen_port, const char *connect_to);
 static const char *g_oob_listen, *g_oob_connect; /* rank mode: TCP out-of-band */
 
 static void run_rank(int want_api)
@@ -2867,8 +2966,12 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--dmabuf"))
 			g_dmabuf = 1;
 		else if (!strcmp(a, "--fail") && v &&
-			 (!strcmp(v, "kill") || !strcmp(v, "unplug") || !strcmp(v, "stop")))
-			g_fail = !strcmp(v, "kill") ? 1 : !strcmp(v, "unplug") ? 2 : 3, i++;
+			 (!strcmp(v, "kill") || !strcmp(v, "unplug") || !strcmp(v, "stop") ||
+			  !strcmp(v, "stop-one")))
+			g_fail = !strcmp(v, "kill") ? 1 : !strcmp(v, "unplug") ? 2 : !strcmp(v, "stop") ? 3 : 4,
+			i++;
+		else if (!strcmp(a, "--oob-listen2") && v)
+			g_oob_listen2 = v, i++;
 		else if (!strcmp(a, "--load-only"))
 			loadonly = 1;
 		else if (!strcmp(a, "--shared"))
