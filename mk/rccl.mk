@@ -122,7 +122,9 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 # rank must not stay counted in procs_attached (liveness locks). Last, three
 # rank pairs share one shm device at once (--pairs 3): each process takes
 # the first free port (pair k: 78 + k on both sides, checked), and a
-# listener on another port is refused at once (shm cannot send there).
+# listener on another port is refused at once (shm cannot send there); the
+# same with one ODL_TB5_RCCL_PORT for all: the second pair's init must fail
+# with a message that names the variable.
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@rm -rf $(dir $(RCCL_TEST_STATS)) && mkdir -p $(dir $(RCCL_TEST_STATS))
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
@@ -149,6 +151,12 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 \
 	  $(RCCL_NETCONF) --fail stop --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --pairs 3 --quick --timeout $(RCCL_TIMEOUT)
+	@out=$$(NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PORT=90 ODL_TB5_RCCL_DEBUG=1 \
+	  $(RCCL_NETCONF) --pairs 2 --quick --timeout 120 2>&1); rc=$$?; \
+	 if [ $$rc -eq 0 ] || ! printf '%s\n' "$$out" | grep -q 'port 90 (ODL_TB5_RCCL_PORT) is held by another process'; then \
+	   printf '%s\n' "$$out" | tail -n 30; \
+	   echo "unit-rccl-conf: a second process on the same ODL_TB5_RCCL_PORT was not refused with a clear message (exit $$rc)" >&2; exit 1; fi; \
+	 echo "ok - two processes given the same ODL_TB5_RCCL_PORT: the second one's init fails, saying why"
 
 # (LD_LIBRARY_PATH: under ASan dlopen is intercepted by libasan, whose
 # RUNPATH, not the harness's, is then "the caller's")

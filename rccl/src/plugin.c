@@ -1374,11 +1374,14 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 			break;
 	}
 	if (rc < 0) {
-		if (g_port || (rc != -EBUSY && rc != -EADDRINUSE))
+		if (rc != -EBUSY && rc != -EADDRINUSE)
 			INFO("cannot open device '%s' port %u: %s", spec, o.port, odl_tb5_strerror(rc));
+		else if (g_port)
+			WARN("device '%s': port %u (ODL_TB5_RCCL_PORT) is held by another process; unset ODL_TB5_RCCL_PORT to let each process of the machine take a free port",
+			     spec, g_port);
 		else
-			INFO("cannot open device '%s': ports %u..%u are all in use", spec, DEFAULT_PORT,
-			     DEFAULT_PORT + AUTO_PORTS - 1);
+			WARN("device '%s': ports %u..%u are all held by other processes", spec,
+			     DEFAULT_PORT, DEFAULT_PORT + AUTO_PORTS - 1);
 		return rc;
 	}
 	d->port = o.port;
