@@ -127,6 +127,7 @@ static struct odl_tb5_rccl_stats *g_stats = &g_stats_dummy;
 static bool g_stats_mapped;
 static int g_stats_fd = -1;  /* the file, while mapped: holds this process's slot */
 static bool g_stats_slot;    /* a liveness slot is locked through g_stats_fd */
+static pid_t g_stats_pid;    /* the process that took it (a forked child shares the lock) */
 
 #define STAT_ADD(f, v) __atomic_fetch_add(&g_stats->f, (uint64_t)(v), __ATOMIC_RELAXED)
 
@@ -225,6 +226,7 @@ static void stats_open(void)
 	INFO("statistics published in %s", path);
 	flock(fd, LOCK_UN);
 	g_stats_fd = fd; /* holds the lock until stats_close */
+	g_stats_pid = getpid();
 	return;
 out:
 	flock(fd, LOCK_UN);
@@ -235,16 +237,20 @@ static void stats_close(void)
 {
 	if (!g_stats_mapped)
 		return;
-	flock(g_stats_fd, LOCK_EX);
-	if (g_stats_slot) {
+	/* a forked child leaves the slot it shares (one open file
+	 * description) to its parent */
+	if (g_stats_pid == getpid()) {
 		struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET,
 				    .l_start = ODL_TB5_RCCL_STATS_SLOT_OFF, .l_len = ODL_TB5_RCCL_STATS_SLOTS };
 
-		fcntl(g_stats_fd, F_OFD_SETLK, &fl);
+		flock(g_stats_fd, LOCK_EX);
+		if (g_stats_slot)
+			fcntl(g_stats_fd, F_OFD_SETLK, &fl);
 		g_stats_slot = false;
+		stats_count(g_stats_fd);
+		flock(g_stats_fd, LOCK_UN);
 	}
-	stats_count(g_stats_fd);
-	flock(g_stats_fd, LOCK_UN);
+	g_stats_slot = false;
 	close(g_stats_fd);
 	g_stats_fd = -1;
 	munmap(g_stats, sizeof(*g_stats));
