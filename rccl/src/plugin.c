@@ -489,6 +489,7 @@ static struct odlp_dev g_devs[MAX_DEVS];
 static int g_ndev;
 static bool g_inited;
 static uint64_t g_instance;
+static pid_t g_init_pid; /* the process that ran init */
 static uint32_t g_port; /* ODL_TB5_RCCL_PORT, 0: the first free one */
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
 /* ODL_TB5_RCCL_DMABUF=1: ptrSupport advertises NCCL_PTR_DMABUF */
@@ -1642,6 +1643,12 @@ static int dev_revive(struct odlp_dev *d)
 
 __attribute__((destructor)) static void plugin_fini(void)
 {
+	/* a child forked after init that leaves by exit(): it shares the
+	 * parent's devices and statistics slot but has none of its threads
+	 * (joining them would hang, and a lock held at the fork stays held):
+	 * it leaves everything alone */
+	if (g_init_pid && getpid() != g_init_pid)
+		return;
 	pthread_mutex_lock(&g_mu);
 	for (int i = 0; i < g_ndev; i++)
 		dev_teardown(&g_devs[i]);
@@ -1663,6 +1670,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	if (g_inited)
 		goto out;
 	g_instance = rnd64();
+	g_init_pid = getpid();
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", 0, 0, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
 	g_dmabuf_adv = env_long("ODL_TB5_RCCL_DMABUF", 0, 0, 1) != 0;

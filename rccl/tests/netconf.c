@@ -952,6 +952,47 @@ static void t_idle(void)
 	pass("idle: progress threads wake once per poll period, not in a tight loop");
 }
 
+/*
+ * A child forked after init that leaves by exit() runs the plugin's
+ * destructor: it must return at once (the child has none of the progress
+ * threads) and leave the parent's state alone, its statistics slot (the
+ * liveness lock the child shares) included.
+ */
+static void t_fork_exit(void)
+{
+	const char *path = odl_tb5_rccl_stats_path();
+	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, l0 = -1, l1 = -1, st = 0;
+	double t0;
+	pid_t pid;
+
+	barrier();
+	if (fd >= 0)
+		l0 = odl_tb5_rccl_stats_live(fd);
+	barrier();
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0)
+		exit(0);
+	t0 = now_s();
+	while (waitpid(pid, &st, WNOHANG) == 0) {
+		if (now_s() - t0 > 20) {
+			kill(pid, SIGKILL);
+			FAILF("fork: the child's exit() hangs (in the plugin's destructor?)");
+		}
+		sleep_ms(5);
+	}
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork: the child ended with status %#x", st);
+	barrier(); /* both ranks' children are gone */
+	if (fd >= 0) {
+		l1 = odl_tb5_rccl_stats_live(fd);
+		close(fd);
+		CHECK(l0 >= 1 && l1 == l0, "fork: %d plugin processes alive by the statistics before the children's exit, %d after",
+		      l0, l1);
+	}
+	pass("a child forked after init leaves by exit() at once, the parent's plugin and statistics slot untouched");
+}
+
 static void t_sizes(void *s, void *r)
 {
 	static const size_t all[] = { 0, 1, 7, 8, 63, 4095, 4096, 65537, 262144 - 48, 262144,
@@ -2805,8 +2846,10 @@ static void run_rank(int want_api)
 	t_port_mismatch();
 	void *s, *r;
 	setup_pair(&s, &r);
-	if (!g_shared)
+	if (!g_shared) {
 		t_idle();
+		t_fork_exit();
+	}
 	t_sizes(s, r);
 	barrier();
 	t_grouped(s, r);
