@@ -322,6 +322,10 @@ static int k_wait_peer(struct odl_tb5 *h, int timeout_ms)
 	}
 }
 
+/* what the kernel backend always offers, whatever the driver and the peer */
+#define K_LIB_FEATURES (ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD | \
+			ODL_TB5_FEAT_ZEROCOPY | ODL_TB5_FEAT_PORTS)
+
 static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 {
 	struct kpriv *k = K(h);
@@ -341,8 +345,7 @@ static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 	info->link_lanes = ki.link_lanes;
 	info->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
 	info->state = (uint32_t)k->state;
-	info->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD | ODL_TB5_FEAT_PORTS |
-		ODL_TB5_FEAT_ZEROCOPY |
+	info->features = K_LIB_FEATURES |
 		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0) |
 		(ki.abi_minor >= 4 && (ki.features & K_FEAT_KEYED) ?
 		 ODL_TB5_FEAT_KEYED : 0) |
@@ -972,8 +975,7 @@ ODL_EXPORT int odl_tb5_list(struct odl_tb5_info *infos, size_t max)
 			o->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
 			o->state = ki.state == K_STATE_CONNECTED ?
 				ODL_TB5_STATE_CONNECTED : ODL_TB5_STATE_WAITING;
-			o->features = ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD | ODL_TB5_FEAT_PORTS |
-				ODL_TB5_FEAT_ZEROCOPY;
+			o->features = K_LIB_FEATURES;
 			o->tx_depth = o->rx_depth = K_MAX_OUTSTANDING;
 			o->max_msg_size = ki.max_msg_size;
 			o->ring_bytes = (uint64_t)ki.tx_ring_size * ki.frame_size;

@@ -935,6 +935,26 @@ static void entry_done(struct odlp_req *r, int idx)
 }
 
 /*
+ * The peer process on `port` is gone: its live comms fail (with `inst`
+ * non-zero, only those set up with another instance than that: the process
+ * now on the port). Returns how many failed.
+ */
+static int fail_peer_comms(struct odlp_dev *d, uint32_t port, uint64_t inst)
+{
+	int n = 0;
+
+	for (struct odlp_comm *c = d->comms; c; c = c->next)
+		if (c->kind != K_LISTEN && c->peer_port == port &&
+		    (c->state == S_READY || c->state == S_PENDING) &&
+		    (!inst || (c->peer_inst && c->peer_inst != inst))) {
+			c->state = S_FAILED;
+			STAT_ADD(peer_lost, 1);
+			n++;
+		}
+	return n;
+}
+
+/*
  * A message from the peer process `inst` (0: not said) on the peer's port
  * `port`. Comms set up with another instance there are dead: that process
  * is gone, a new one has the port.
@@ -942,20 +962,17 @@ static void entry_done(struct odlp_req *r, int idx)
 static void peer_instance(struct odlp_dev *d, uint32_t port, uint64_t inst)
 {
 	struct peer_port *pp = &d->peers[port];
+	int n;
 
 	if (!inst)
 		return;
 	if (pp->inst && pp->inst != inst)
 		INFO("device %s: the peer process on port %u changed", d->name, port);
 	pp->inst = inst;
-	for (struct odlp_comm *c = d->comms; c; c = c->next)
-		if (c->kind != K_LISTEN && c->peer_port == port && c->peer_inst &&
-		    c->peer_inst != inst && (c->state == S_READY || c->state == S_PENDING)) {
-			WARN("comm %u: its peer process is gone (another one uses port %u now)",
-			     c->id, port);
-			c->state = S_FAILED;
-			STAT_ADD(peer_lost, 1);
-		}
+	n = fail_peer_comms(d, port, inst);
+	if (n)
+		WARN("device %s: %d comm(s) failed: their peer process is gone (another one uses port %u now)",
+		     d->name, n, port);
 }
 
 /*
@@ -997,12 +1014,7 @@ static void keepalive(struct odlp_dev *d)
 		if (now - pp->last_rx_ns >= tmo) {
 			WARN("device %s: no word from the peer's port %u for %ld ms while waiting for it: its comms fail (peer process gone?)",
 			     d->name, port, g_peer_timeout_ms);
-			for (struct odlp_comm *c = d->comms; c; c = c->next)
-				if (c->kind != K_LISTEN && c->peer_port == port &&
-				    (c->state == S_READY || c->state == S_PENDING)) {
-					c->state = S_FAILED;
-					STAT_ADD(peer_lost, 1);
-				}
+			fail_peer_comms(d, port, 0);
 			pp->last_rx_ns = now;
 			failed = true;
 			continue;

@@ -2477,6 +2477,32 @@ static void post_unmatched(void *r, struct area *ra, void **rreq)
 	}
 }
 
+/* test each unmatched receive once: ncclSuccess (none completed), or the
+ * first error */
+static ncclResult_t test_unmatched(void **rreq)
+{
+	ncclResult_t err = ncclSuccess;
+
+	for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
+		int dn = 0;
+
+		err = n_test(rreq[i], &dn, NULL);
+		CHECK(err != ncclSuccess || !dn, "fault: a receive nobody sends to completed");
+	}
+	return err;
+}
+
+/* after the first one failed with ncclRemoteError: so must all of them */
+static void expect_all_remote_error(void **rreq)
+{
+	for (int i = 0; i < FAIL_INFLIGHT; i++) {
+		int dn = 0;
+		ncclResult_t e = n_test(rreq[i], &dn, NULL);
+
+		CHECK(e == ncclRemoteError, "fault: another receive's test returned %d", (int)e);
+	}
+}
+
 /* test the unmatched receives until one fails (at most bound s: why) */
 static ncclResult_t test_until_failure(void **rreq, double bound, const char *why)
 {
@@ -2484,12 +2510,7 @@ static ncclResult_t test_until_failure(void **rreq, double bound, const char *wh
 	double t0 = now_s();
 
 	while (err == ncclSuccess) {
-		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
-			int dn = 0;
-
-			err = n_test(rreq[i], &dn, NULL);
-			CHECK(err != ncclSuccess || !dn, "fault: a receive nobody sends to completed");
-		}
+		err = test_unmatched(rreq);
 		if (err == ncclSuccess) {
 			CHECK(now_s() - t0 < bound, "fault: %s, and nothing failed in %.0f s", why, bound);
 			poll_pause();
@@ -2666,12 +2687,7 @@ static void fault_peer_gone(int round)
 	say("# fault: round %d: the keepalive timeout is %ld ms\n", round, peer_timeout_ms());
 	CHECK(err == ncclRemoteError, "fault: test returned %d (ncclRemoteError expected: the link is up)",
 	      (int)err);
-	for (int i = 0; i < FAIL_INFLIGHT; i++) {
-		int dn = 0;
-		ncclResult_t e = n_test(rreq[i], &dn, NULL);
-
-		CHECK(e == ncclRemoteError, "fault: another receive's test returned %d", (int)e);
-	}
+	expect_all_remote_error(rreq);
 	{
 		void *q = (void *)1;
 		ncclResult_t e = n_isend(s, sa.p, 64, g_rank, sa.mh, &q);
@@ -2757,22 +2773,12 @@ static void t_stop_one(void)
 		      bound, rounds);
 		(void)exchange_u64(1);
 		xfer_both(s1, r1, &a1, &b1, sz, 3, 0, 4242u + (uint32_t)rounds++);
-		for (int i = 0; i < FAIL_INFLIGHT && err == ncclSuccess; i++) {
-			int dn = 0;
-
-			err = n_test(rreq[i], &dn, NULL);
-			CHECK(err != ncclSuccess || !dn, "stop-one: a receive nobody sends to completed");
-		}
+		err = test_unmatched(rreq);
 	}
 	say("# stop-one: the stopped peer's receive failed (%d) after %.2f s, %d exchanges with the other peer meanwhile (keepalive timeout %ld ms)\n",
 	    (int)err, now_s() - t0, rounds, peer_timeout_ms());
 	CHECK(err == ncclRemoteError, "stop-one: test returned %d (ncclRemoteError expected)", (int)err);
-	for (int i = 0; i < FAIL_INFLIGHT; i++) {
-		int dn = 0;
-
-		CHECK(n_test(rreq[i], &dn, NULL) == ncclRemoteError,
-		      "stop-one: another receive from the stopped peer did not fail");
-	}
+	expect_all_remote_error(rreq);
 	/* the other peer's comms were not failed with it */
 	(void)exchange_u64(1);
 	xfer_both(s1, r1, &a1, &b1, sz, 3, 0, 4242u + (uint32_t)rounds++);
