@@ -48,8 +48,8 @@ wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || bail_out "out-of-band path (virt
 
 env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78 ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000"
 args="--fail unplug --deadline 60 --call-bound 2"
-vm a sh -c "rm -f /tmp/nf.out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen 29520 $args; echo netconf-exit=\$?' > /tmp/nf.out 2>&1 < /dev/null &"
-vm b sh -c "rm -f /tmp/nf.out; setsid sh -c '$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29520 $args; echo netconf-exit=\$?' > /tmp/nf.out 2>&1 < /dev/null &"
+netconf_start a nf.out "$env" "--rank 0 --oob-listen 29520 $args"
+netconf_start b nf.out "$env" "--rank 1 --oob-connect 198.51.100.1:29520 $args"
 rx_mib() {
 	vm "$1" /tmp/rccl_stats --json 2>/dev/null |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["rx_bytes"] >> 20)' 2>/dev/null || echo 0
@@ -105,8 +105,8 @@ if wait_for "both '# fault: round 3 quiet'" 180 2 && vm b sh -c 'kill -9 $(pidof
 else
 	not_ok "round 3: both ranks quiet; rank 1's process killed, the cable left in" "$(outputs)"
 fi
-if wait_for "both netconf-exit=" 120 2 && vm a grep -q '^netconf-exit=0$' /tmp/nf.out &&
-	vm a grep -qE '^ok [0-9]+ - rank0: peer process gone with the link up' /tmp/nf.out; then
+if wait_for "both netconf-exit=" 120 2 &&
+	netconf_passed a nf.out 0 '^ok [0-9]+ - rank0: peer process gone with the link up'; then
 	ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, the device stayed usable; exited 0" \
 		"$(vm a grep '^# fault: ' /tmp/nf.out | tail -n 2)"
 else
@@ -126,10 +126,10 @@ fi
 # and those with the other must go on working
 env4="NETCONF_DEV=0 ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000"
 args4="--deadline 60 --call-bound 2"
-vm a sh -c "rm -f /tmp/n4.out; setsid sh -c '$env4 /tmp/netconf --rank 0 --oob-listen 29530 --oob-listen2 29531 --fail stop-one $args4; echo netconf-exit=\$?' > /tmp/n4.out 2>&1 < /dev/null &"
-vm b sh -c "rm -f /tmp/n4p.out; setsid sh -c '$env4 NETCONF_EXPECT_PORT=78 /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29530 --fail stop-one $args4; echo netconf-exit=\$?' > /tmp/n4p.out 2>&1 < /dev/null &"
+netconf_start a n4.out "$env4" "--rank 0 --oob-listen 29530 --oob-listen2 29531 --fail stop-one $args4"
+netconf_start b n4p.out "$env4 NETCONF_EXPECT_PORT=78" "--rank 1 --oob-connect 198.51.100.1:29530 --fail stop-one $args4"
 wait_for "vm b grep -q '^# dev 0:' /tmp/n4p.out" 120 2
-vm b sh -c "rm -f /tmp/n4s.out; setsid sh -c '$env4 NETCONF_EXPECT_PORT=79 /tmp/netconf --rank 1 --oob-connect 198.51.100.1:29531 --fail stop $args4; echo netconf-exit=\$?' > /tmp/n4s.out 2>&1 < /dev/null &"
+netconf_start b n4s.out "$env4 NETCONF_EXPECT_PORT=79" "--rank 1 --oob-connect 198.51.100.1:29531 --fail stop $args4"
 out4() {
 	echo "a:"; vm a cat /tmp/n4.out 2>&1 | tail -n 30
 	echo "b, the peer that stays (78):"; vm b cat /tmp/n4p.out 2>&1 | tail -n 30
@@ -141,15 +141,13 @@ if wait_for "vm b grep -q '# fault: round 1 quiet' /tmp/n4s.out && vm a grep -q 
 else
 	not_ok "round 4: a's process has comms with two processes of b (ports 78 and 79); the one on 79 stopped with its receives posted" "$(out4)"
 fi
-if wait_for "vm a grep -q netconf-exit= /tmp/n4.out" 240 2 && vm a grep -q '^netconf-exit=0$' /tmp/n4.out &&
-	vm a grep -qE '^ok [0-9]+ - rank0: stop-one: of two peer processes one stopped' /tmp/n4.out; then
+if netconf_passed a n4.out 240 '^ok [0-9]+ - rank0: stop-one: of two peer processes one stopped'; then
 	ok "round 4: a's comms with the stopped process failed with ncclRemoteError while the other kept exchanging verified data; exited 0" \
 		"$(vm a grep '^# stop-one: the stopped' /tmp/n4.out)"
 else
 	not_ok "round 4: a's comms with the stopped process failed with ncclRemoteError while the other kept exchanging verified data; exited 0" "$(out4)"
 fi
-if wait_for "vm b grep -q netconf-exit= /tmp/n4p.out" 120 2 && vm b grep -q '^netconf-exit=0$' /tmp/n4p.out &&
-	vm b grep -qE 'stop-one: exchanged verified data with rank 0' /tmp/n4p.out; then
+if netconf_passed b n4p.out 120 'stop-one: exchanged verified data with rank 0'; then
 	ok "round 4: b's other process exchanged verified data throughout and exited 0" "$(vm b grep '^# stop-one' /tmp/n4p.out)"
 else
 	not_ok "round 4: b's other process exchanged verified data throughout and exited 0" "$(out4)"

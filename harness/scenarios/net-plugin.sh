@@ -80,8 +80,8 @@ env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78 ODL_TB5_RCCL_DMABUF=1"
 # seconds for both and leaves their output in $outa / $outb
 ranks() {
 	local out=/tmp/$1 port=$2 limit=$3 args=$4
-	vm a sh -c "rm -f $out; setsid sh -c '$env /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > $out 2>&1 < /dev/null &"
-	vm b sh -c "rm -f $out; setsid sh -c '$env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:$port $args; echo netconf-exit=\$?' > $out 2>&1 < /dev/null &"
+	netconf_start a "$1" "$env" "--rank 0 --oob-listen $port $args"
+	netconf_start b "$1" "$env" "--rank 1 --oob-connect 198.51.100.1:$port $args"
 	wait_for "vm a grep -q netconf-exit= $out && vm b grep -q netconf-exit= $out" "$limit" 2
 	outa=$(vm a cat "$out" 2>&1)
 	outb=$(vm b cat "$out" 2>&1)
@@ -176,7 +176,7 @@ fi
 
 # two ranks per machine: P = a:78 <-> b:79, Q = a:79 <-> b:78
 mr() { # VM OUT ENV ARGS
-	vm "$1" sh -c "rm -f /tmp/$2; setsid sh -c 'NETCONF_DEV=0 $3 /tmp/netconf $4 --shared --max-size 16777216 --deadline 120; echo netconf-exit=\$?' > /tmp/$2 2>&1 < /dev/null &"
+	netconf_start "$1" "$2" "NETCONF_DEV=0 $3" "$4 --shared --max-size 16777216 --deadline 120"
 }
 t0=$SECONDS
 mr a mp.out "NETCONF_EXPECT_PORT=78" "--rank 0 --oob-listen 29520"

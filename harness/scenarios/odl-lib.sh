@@ -189,3 +189,17 @@ odl_xfer_run() {
 	vm "$to" cat /tmp/rx.$pt
 	vm "$to" grep -q ' 0 bad' /tmp/rx.$pt
 }
+
+# netconf_start VM OUT 'ENV...' 'ARGS...': the net plugin's conformance
+# harness (/tmp/netconf) in the background on VM, its output in /tmp/OUT,
+# "netconf-exit=STATUS" the last line once it is done
+netconf_start() {
+	vm "$1" sh -c "rm -f /tmp/$2; setsid sh -c '$3 /tmp/netconf $4; echo netconf-exit=\$?' > /tmp/$2 2>&1 < /dev/null &"
+}
+
+# netconf_passed VM OUT LIMIT PATTERN: that run ended within LIMIT s,
+# exited 0, and printed a line matching PATTERN (grep -E)
+netconf_passed() {
+	wait_for "vm $1 grep -q netconf-exit= /tmp/$2" "$3" 2 &&
+		vm "$1" grep -q '^netconf-exit=0$' "/tmp/$2" && vm "$1" grep -qE "$4" "/tmp/$2"
+}
