@@ -94,11 +94,11 @@ $(RCCL_OUT)/abi_check: $(RCCL_DIR)/tests/abi_check.c $(RCCL_HDRS)
 unit-rccl: unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-static
 
 # ABI: the header's _Static_asserts compiled (C11 -pedantic), sizes printed;
-# exported dynamic symbols are exactly the four tables.
+# exported dynamic symbols are exactly the six tables (v7..v12).
 unit-rccl-abi: $(RCCL_OUT)/abi_check $(RCCL_SO)
 	$(RCCL_OUT)/abi_check
 	@syms=$$(nm -D --defined-only $(RCCL_SO) | awk '$$2 ~ /[A-Za-z]/ {print $$3}' | sort | tr '\n' ' '); \
-	 want="ncclNetPlugin_v10 ncclNetPlugin_v7 ncclNetPlugin_v8 ncclNetPlugin_v9 "; \
+	 want="ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v12 ncclNetPlugin_v7 ncclNetPlugin_v8 ncclNetPlugin_v9 "; \
 	 if [ "$$syms" != "$$want" ]; then echo "unit-rccl-abi: exports: $$syms (want $$want)" >&2; exit 1; fi; \
 	 echo "unit-rccl-abi: exports $$syms"
 
@@ -165,6 +165,7 @@ RCCL_ASAN_RUN = NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off LD_LIBRARY_PATH=$
   $(RCCL_ASAN_OUT)/netconf --timeout $(RCCL_TIMEOUT)
 unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	$(RCCL_ASAN_RUN) --api 7 --max-size 16777216
+	$(RCCL_ASAN_RUN) --api 11 --quick
 	$(RCCL_ASAN_RUN) --fail kill
 	ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 $(RCCL_ASAN_RUN) --fail stop
 	$(RCCL_ASAN_RUN) --pairs 2 --quick

@@ -29,8 +29,8 @@
 # handles, barriers) is TCP over a virtio-net link between the guests
 # (198.51.100.0/24, `vmpair up --virtio-net`), independent of the cable.
 #
-# Needs `make driver rccl`. NET_PLUGIN_API=7..10 picks the table (default:
-# newest); NET_PLUGIN_MAX=BYTES caps the sizes (default 64 MiB).
+# Needs `make driver rccl`. NET_PLUGIN_API=7..12 picks the table (default:
+# newest, v12); NET_PLUGIN_MAX=BYTES caps the sizes (default 64 MiB).
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 RCCL_BUILD=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}
@@ -38,7 +38,7 @@ NETCONF=$RCCL_BUILD/netconf.static
 STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
 API=${NET_PLUGIN_API:-}
 MAX=${NET_PLUGIN_MAX:-67108864}
-tap_plan 29
+tap_plan 30
 tap_timeout 1100
 TAP_EXEC_TIMEOUT=900
 odl_need_build
@@ -127,6 +127,18 @@ step 'regMrDmaBuf: ' "regMrDmaBuf: DMA-buf regions zero copy through the driver'
 step '4 comm pairs' "4 comm pairs per direction from 4 threads"
 step 'ring all-reduce' "ring all-reduce (sum) across the VMs, verified"
 step 'ring all-gather' "ring all-gather across the VMs, verified"
+# the table in use; from v11 on, NCCL >= 2.28's per-communicator contexts:
+# the last finalize must close the kernel device (threads stopped) and the
+# next init open it again
+want=${API:-12}
+what="table ncclNetPlugin_v$want in use"
+[ "$want" -ge 11 ] && what="$what; contexts: bad ones refused, the last finalize closes the kernel device, init opens it again"
+if printf '%s\n' "$conf_a" | grep -q "using ncclNetPlugin_v$want\$" &&
+	{ [ "$want" -lt 11 ] || printf '%s\n' "$conf_a" | grep -qE '^ok [0-9]+ - rank0: v11\+ contexts'; }; then
+	ok "$what"
+else
+	not_ok "$what" "$(printf '%s\n' "$conf_a" | grep -E 'ncclNetPlugin|contexts')"
+fi
 
 # statistics published by the plugin on each side must mirror each other
 sa=$(vm a /tmp/rccl_stats --json 2>&1)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * odl_nccl_net.h - the NCCL/RCCL network-plugin ABI ("ncclNet"), versions
- * v7..v10, written for OdinLink from the facts in the project's reference
+ * v7..v12, written for OdinLink from the facts in the project's reference
  * sheet (shared/ref/net-plugin.md, sections 2.1-2.5). No NCCL header text is
  * copied; every struct size and member offset is pinned below with
  * _Static_assert so that a slip in slot order (the mistake of the
@@ -134,23 +134,27 @@ typedef struct {
 } ncclNetVDeviceProps_v9_t;
 typedef ncclNetVDeviceProps_v9_t ncclNetVDeviceProps_v10_t;
 
+/* v9 and later: the properties up to maxCollBytes, V the vProps type */
+#define ODL_NCCL_PROPS_V9_FIELDS(V)              \
+	char *name;                              \
+	char *pciPath;                           \
+	uint64_t guid;                           \
+	int ptrSupport;                          \
+	int regIsGlobal;                         \
+	int forceFlush;                          \
+	int speed;                               \
+	int port;                                \
+	float latency;                           \
+	int maxComms;                            \
+	int maxRecvs;                            \
+	ncclNetDeviceType netDeviceType;         \
+	int netDeviceVersion;                    \
+	V vProps;                                \
+	size_t maxP2pBytes;                      \
+	size_t maxCollBytes
+
 typedef struct {
-	char *name;
-	char *pciPath;
-	uint64_t guid;
-	int ptrSupport;
-	int regIsGlobal;
-	int forceFlush;
-	int speed;
-	int port;
-	float latency;
-	int maxComms;
-	int maxRecvs;
-	ncclNetDeviceType netDeviceType;
-	int netDeviceVersion;
-	ncclNetVDeviceProps_v9_t vProps;
-	size_t maxP2pBytes;
-	size_t maxCollBytes;
+	ODL_NCCL_PROPS_V9_FIELDS(ncclNetVDeviceProps_v9_t);
 } ncclNetProperties_v9_t;
 typedef ncclNetProperties_v9_t ncclNetProperties_v10_t;
 
@@ -277,6 +281,104 @@ typedef struct {
 	ncclResult_t (*makeVDevice)(int *d, ncclNetVDeviceProps_v10_t *props);
 } ncclNet_v10_t;
 
+/*
+ * v11 (NCCL 2.28): init() is called once per NCCL communicator and hands
+ * back a context; listen() and connect() take it (the connection config
+ * moved from connect() into init()); finalize(ctx) ends a communicator's
+ * use of the plugin; setNetAttr() (optional, may be NULL) passes hints.
+ * Properties gain maxMultiRequestSize at the end.
+ */
+typedef ncclNetDeviceHandle_v7_t ncclNetDeviceHandle_v11_t;
+typedef ncclNetVDeviceProps_v9_t ncclNetVDeviceProps_v11_t;
+typedef ncclNetCommConfig_v10_t ncclNetCommConfig_v11_t;
+
+typedef struct {
+	ODL_NCCL_PROPS_V9_FIELDS(ncclNetVDeviceProps_v11_t);
+	int maxMultiRequestSize;
+} ncclNetProperties_v11_t;
+
+typedef struct {
+	int32_t maxConcurrentPeers;
+	int32_t minConcurrentPeers;
+	int32_t maxFlowsPerPeer;
+	int32_t minFlowsPerPeer;
+} ncclNetCommAttr_v11_t;
+
+typedef struct {
+	ncclNetCommAttr_v11_t sendCommAttr;
+	ncclNetCommAttr_v11_t recvCommAttr;
+	uint32_t op;
+	uint32_t algo;
+	uint32_t proto;
+} ncclNetAttr_v11_t;
+
+/* the 22 slots of v11 and v12; P, V, A: the version's properties, virtual
+ * device properties and attribute types */
+#define ODL_NCCL_NET_V11_SLOTS(P, V, C, A, DH)                                              \
+	const char *name;                                                                   \
+	ncclResult_t (*init)(void **ctx, uint64_t commId, C *config,                        \
+			     ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction); \
+	ncclResult_t (*devices)(int *ndev);                                                 \
+	ncclResult_t (*getProperties)(int dev, P *props);                                   \
+	ncclResult_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);        \
+	ncclResult_t (*connect)(void *ctx, int dev, void *handle, void **sendComm,          \
+				DH **sendDevComm);                                          \
+	ncclResult_t (*accept)(void *listenComm, void **recvComm, DH **recvDevComm);        \
+	ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type, void **mhandle); \
+	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type,          \
+				    uint64_t offset, int fd, void **mhandle);               \
+	ncclResult_t (*deregMr)(void *comm, void *mhandle);                                 \
+	ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag, void *mhandle, \
+			      void *phandle, void **request);                               \
+	ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, int *tags, \
+			      void **mhandles, void **phandles, void **request);            \
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles, \
+			       void **request);                                             \
+	ncclResult_t (*test)(void *request, int *done, int *sizes);                         \
+	ncclResult_t (*closeSend)(void *sendComm);                                          \
+	ncclResult_t (*closeRecv)(void *recvComm);                                          \
+	ncclResult_t (*closeListen)(void *listenComm);                                      \
+	ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);        \
+	ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request);                \
+	ncclResult_t (*makeVDevice)(int *d, V *props);                                      \
+	ncclResult_t (*finalize)(void *ctx);                                                \
+	ncclResult_t (*setNetAttr)(void *ctx, A *netAttr)
+
+typedef struct {
+	ODL_NCCL_NET_V11_SLOTS(ncclNetProperties_v11_t, ncclNetVDeviceProps_v11_t,
+			       ncclNetCommConfig_v11_t, ncclNetAttr_v11_t, ncclNetDeviceHandle_v11_t);
+} ncclNet_v11_t;
+
+/*
+ * v12 (NCCL 2.30): the v11 table with v12 types. A virtual device fuses up
+ * to 8 devices (v9..v11: 4), and properties end with a rail and a plane id
+ * (NCCL_NET_ID_UNDEF when unknown).
+ */
+#define NCCL_NET_MAX_DEVS_PER_NIC_V12 8
+#define NCCL_NET_ID_UNDEF (-1)
+
+typedef ncclNetDeviceHandle_v7_t ncclNetDeviceHandle_v12_t;
+typedef ncclNetCommConfig_v10_t ncclNetCommConfig_v12_t;
+typedef ncclNetCommAttr_v11_t ncclNetCommAttr_v12_t;
+typedef ncclNetAttr_v11_t ncclNetAttr_v12_t;
+
+typedef struct {
+	int ndevs;
+	int devs[NCCL_NET_MAX_DEVS_PER_NIC_V12];
+} ncclNetVDeviceProps_v12_t;
+
+typedef struct {
+	ODL_NCCL_PROPS_V9_FIELDS(ncclNetVDeviceProps_v12_t);
+	int maxMultiRequestSize;
+	int16_t railId;
+	int16_t planeId;
+} ncclNetProperties_v12_t;
+
+typedef struct {
+	ODL_NCCL_NET_V11_SLOTS(ncclNetProperties_v12_t, ncclNetVDeviceProps_v12_t,
+			       ncclNetCommConfig_v12_t, ncclNetAttr_v12_t, ncclNetDeviceHandle_v12_t);
+} ncclNet_v12_t;
+
 /* ---- 2.5 ABI self-check (LP64) ---------------------------------------- */
 
 #if defined(__cplusplus)
@@ -378,6 +480,39 @@ ODL_NCCL_OFF(ncclNet_v9_t, makeVDevice, 152);
 ODL_NCCL_SIZE(ncclNet_v10_t, 160);
 ODL_NCCL_SLOTS_COMMON(ncclNet_v10_t);
 ODL_NCCL_OFF(ncclNet_v10_t, makeVDevice, 152);
+
+
+ODL_NCCL_SIZE(ncclNetProperties_v11_t, 112);
+ODL_NCCL_OFF(ncclNetProperties_v11_t, vProps, 64);
+ODL_NCCL_OFF(ncclNetProperties_v11_t, maxP2pBytes, 88);
+ODL_NCCL_OFF(ncclNetProperties_v11_t, maxCollBytes, 96);
+ODL_NCCL_OFF(ncclNetProperties_v11_t, maxMultiRequestSize, 104);
+ODL_NCCL_SIZE(ncclNetCommAttr_v11_t, 16);
+ODL_NCCL_SIZE(ncclNetAttr_v11_t, 44);
+ODL_NCCL_OFF(ncclNetAttr_v11_t, recvCommAttr, 16);
+ODL_NCCL_OFF(ncclNetAttr_v11_t, op, 32);
+ODL_NCCL_OFF(ncclNetAttr_v11_t, algo, 36);
+ODL_NCCL_OFF(ncclNetAttr_v11_t, proto, 40);
+ODL_NCCL_SIZE(ncclNet_v11_t, 176);
+ODL_NCCL_SLOTS_COMMON(ncclNet_v11_t);
+ODL_NCCL_OFF(ncclNet_v11_t, makeVDevice, 152);
+ODL_NCCL_OFF(ncclNet_v11_t, finalize, 160);
+ODL_NCCL_OFF(ncclNet_v11_t, setNetAttr, 168);
+
+ODL_NCCL_SIZE(ncclNetVDeviceProps_v12_t, 36);
+ODL_NCCL_SIZE(ncclNetProperties_v12_t, 128);
+ODL_NCCL_OFF(ncclNetProperties_v12_t, netDeviceVersion, 60);
+ODL_NCCL_OFF(ncclNetProperties_v12_t, vProps, 64);
+ODL_NCCL_OFF(ncclNetProperties_v12_t, maxP2pBytes, 104);
+ODL_NCCL_OFF(ncclNetProperties_v12_t, maxCollBytes, 112);
+ODL_NCCL_OFF(ncclNetProperties_v12_t, maxMultiRequestSize, 120);
+ODL_NCCL_OFF(ncclNetProperties_v12_t, railId, 124);
+ODL_NCCL_OFF(ncclNetProperties_v12_t, planeId, 126);
+ODL_NCCL_SIZE(ncclNet_v12_t, 176);
+ODL_NCCL_SLOTS_COMMON(ncclNet_v12_t);
+ODL_NCCL_OFF(ncclNet_v12_t, makeVDevice, 152);
+ODL_NCCL_OFF(ncclNet_v12_t, finalize, 160);
+ODL_NCCL_OFF(ncclNet_v12_t, setNetAttr, 168);
 
 #ifdef __cplusplus
 }

@@ -585,7 +585,14 @@ static void mark_dead(struct odlp_dev *d, int rc)
 		return;
 	d->dead = true;
 	d->dead_err = rc;
-	WARN("device %s: link failed: %s", d->name, odl_tb5_strerror(rc));
+	/* with no connection on it nothing fails (a peer process that closed
+	 * its device at the end of its work looks the same): the next listen
+	 * or connect reopens it */
+	if (d->ncomms)
+		WARN("device %s: link failed: %s", d->name, odl_tb5_strerror(rc));
+	else
+		INFO("device %s: link down, no connection open: %s", d->name,
+		     odl_tb5_strerror(rc));
 	for (struct odlp_comm *c = d->comms; c; c = c->next)
 		if (c->state == S_READY || c->state == S_PENDING)
 			c->state = S_FAILED;
@@ -1653,6 +1660,16 @@ static int dev_revive(struct odlp_dev *d)
 	return rc;
 }
 
+/* close every device, stop their threads, leave the statistics (g_mu held) */
+static void plugin_down_locked(void)
+{
+	for (int i = 0; i < g_ndev; i++)
+		dev_teardown(&g_devs[i]);
+	g_ndev = 0;
+	g_inited = false;
+	stats_close();
+}
+
 __attribute__((destructor)) static void plugin_fini(void)
 {
 	/* a child forked after init that leaves by exit(): it shares the
@@ -1662,11 +1679,7 @@ __attribute__((destructor)) static void plugin_fini(void)
 	if (g_init_pid && getpid() != g_init_pid)
 		return;
 	pthread_mutex_lock(&g_mu);
-	for (int i = 0; i < g_ndev; i++)
-		dev_teardown(&g_devs[i]);
-	g_ndev = 0;
-	g_inited = false;
-	stats_close();
+	plugin_down_locked();
 	pthread_mutex_unlock(&g_mu);
 }
 
@@ -2543,11 +2556,143 @@ static ncclResult_t core_test(void *request, int *done, int *sizes)
 /* ------------------------------------------------------------------ */
 /* version tables */
 
-static ncclResult_t v7_init(ncclDebugLogger_t l) { return core_init(l); }
+/* v7..v10: one init per load of the library, no finalize: the devices stay
+ * up until the library is unloaded (plugin_fini) */
+static bool g_init_once;
+
+static ncclResult_t once_init(ncclDebugLogger_t l)
+{
+	ncclResult_t r = core_init(l);
+
+	if (r == ncclSuccess)
+		__atomic_store_n(&g_init_once, true, __ATOMIC_RELAXED);
+	return r;
+}
+static ncclResult_t v7_init(ncclDebugLogger_t l) { return once_init(l); }
 static ncclResult_t v10_init(ncclDebugLogger_t l, ncclProfilerCallback_t p)
 {
 	(void)p;
-	return core_init(l);
+	return once_init(l);
+}
+
+/*
+ * v11+: NCCL calls init once per communicator and finalize(ctx) when that
+ * communicator is destroyed. A context is a token: the devices are shared by
+ * all of them. When the last context is finalized and no connection is
+ * open, the devices are closed and the progress threads stopped (NCCL may
+ * keep the library loaded, NCCL_NET_PLUGIN_REF_COUNT=1); the next init opens
+ * them again.
+ */
+#define CTX_MAGIC 0x5854434cu /* "LCTX" */
+struct odlp_ctx {
+	uint32_t magic;
+	int traffic_class;
+	uint64_t comm_id;
+	struct odlp_ctx *next;
+};
+static struct odlp_ctx *g_ctxs; /* under g_mu */
+
+static bool ctx_live_locked(const void *ctx)
+{
+	for (const struct odlp_ctx *c = g_ctxs; c; c = c->next)
+		if (c == ctx)
+			return true;
+	return false;
+}
+
+static bool ctx_live(const void *ctx)
+{
+	bool ok;
+
+	if (!ctx)
+		return false;
+	pthread_mutex_lock(&g_mu);
+	ok = ctx_live_locked(ctx);
+	pthread_mutex_unlock(&g_mu);
+	return ok;
+}
+
+static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *cfg,
+			     ncclDebugLogger_t l, ncclProfilerCallback_t p)
+{
+	struct odlp_ctx *c;
+	ncclResult_t r;
+
+	(void)p;
+	if (!ctx)
+		return fail(ncclInvalidArgument);
+	*ctx = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return fail(ncclSystemError);
+	r = core_init(l);
+	if (r) {
+		free(c);
+		return r;
+	}
+	c->magic = CTX_MAGIC;
+	c->comm_id = comm_id;
+	c->traffic_class = cfg ? cfg->trafficClass : -1;
+	if (c->traffic_class != -1)
+		INFO("communicator %016llx: traffic class %d ignored (the link has one)",
+		     (unsigned long long)comm_id, c->traffic_class);
+	pthread_mutex_lock(&g_mu);
+	c->next = g_ctxs;
+	g_ctxs = c;
+	pthread_mutex_unlock(&g_mu);
+	*ctx = c;
+	return ncclSuccess;
+}
+
+static ncclResult_t v11_finalize(void *ctx)
+{
+	struct odlp_ctx **pp, *c = NULL;
+	int open = 0;
+
+	pthread_mutex_lock(&g_mu);
+	for (pp = &g_ctxs; ctx && *pp; pp = &(*pp)->next) {
+		if (*pp == ctx) {
+			c = *pp;
+			*pp = c->next;
+			break;
+		}
+	}
+	if (!c) {
+		pthread_mutex_unlock(&g_mu);
+		WARN("finalize: %p is not a live context (finalized twice, or never initialised)",
+		     ctx);
+		return fail(ncclInvalidArgument);
+	}
+	if (!g_ctxs && !__atomic_load_n(&g_init_once, __ATOMIC_RELAXED) && g_inited) {
+		for (int i = 0; i < g_ndev; i++) {
+			pthread_mutex_lock(&g_devs[i].mu);
+			open += g_devs[i].ncomms;
+			pthread_mutex_unlock(&g_devs[i].mu);
+		}
+		if (open) {
+			INFO("last communicator finalized with %d connection(s) open: devices stay "
+			     "up until the library is unloaded",
+			     open);
+		} else {
+			plugin_down_locked();
+			INFO("last communicator finalized: devices closed");
+		}
+	}
+	pthread_mutex_unlock(&g_mu);
+	c->magic = 0;
+	free(c);
+	return ncclSuccess;
+}
+
+static ncclResult_t v11_listen(void *ctx, int dev, void *h, void **l)
+{
+	if (l)
+		*l = NULL;
+	if (!ctx_live(ctx)) {
+		WARN("listen: %p is not a live context", ctx);
+		return fail(ncclInvalidArgument);
+	}
+	return core_listen(dev, h, l);
 }
 
 static ncclResult_t v7_props(int dev, ncclNetProperties_v7_t *p) { return core_props(dev, p); }
@@ -2584,24 +2729,48 @@ static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
 	return ncclSuccess;
 }
 
+/*
+ * The body of getProperties for v9 and later (their fields up to
+ * maxCollBytes are the same): from core_props(), with one physical device
+ * per plugin device and 1 GiB transfers at most. Returns on an error.
+ */
+#define PROPS_V9_BODY(dev, p)                                          \
+	ncclNetProperties_v7_t q_;                                     \
+	ncclResult_t r_;                                               \
+	if (!(p))                                                      \
+		return fail(ncclInternalError);                        \
+	r_ = core_props((dev), &q_);                                   \
+	if (r_)                                                        \
+		return r_;                                             \
+	memset((p), 0, sizeof(*(p)));                                  \
+	PROPS_FROM_V7((p), q_);                                        \
+	(p)->regIsGlobal = 0;                                          \
+	(p)->forceFlush = 0;                                           \
+	(p)->vProps.ndevs = 1;                                         \
+	(p)->vProps.devs[0] = (dev);                                   \
+	(p)->maxP2pBytes = 1ull << 30;                                 \
+	(p)->maxCollBytes = 1ull << 30
+
 static ncclResult_t v9_props(int dev, ncclNetProperties_v9_t *p)
 {
-	ncclNetProperties_v8_t q;
-	ncclResult_t r;
+	PROPS_V9_BODY(dev, p);
+	return ncclSuccess;
+}
 
-	if (!p)
-		return fail(ncclInternalError);
-	r = v8_props(dev, &q);
-	if (r)
-		return r;
-	memset(p, 0, sizeof(*p));
-	PROPS_FROM_V7(p, q);
-	p->regIsGlobal = q.regIsGlobal;
-	p->forceFlush = 0;
-	p->vProps.ndevs = 1;
-	p->vProps.devs[0] = dev;
-	p->maxP2pBytes = 1ull << 30;
-	p->maxCollBytes = 1ull << 30;
+static ncclResult_t v11_props(int dev, ncclNetProperties_v11_t *p)
+{
+	PROPS_V9_BODY(dev, p);
+	p->maxMultiRequestSize = 1; /* one request per isend/irecv call */
+	return ncclSuccess;
+}
+
+static ncclResult_t v12_props(int dev, ncclNetProperties_v12_t *p)
+{
+	PROPS_V9_BODY(dev, p);
+	p->maxMultiRequestSize = 1;
+	/* a TB5 cable is one point-to-point link, not a rail of a fabric */
+	p->railId = NCCL_NET_ID_UNDEF;
+	p->planeId = NCCL_NET_ID_UNDEF;
 	return ncclSuccess;
 }
 
@@ -2615,6 +2784,18 @@ static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t *cfg, void *h, 
 {
 	(void)cfg;
 	(void)dc;
+	return core_connect(dev, h, s);
+}
+static ncclResult_t v11_connect(void *ctx, int dev, void *h, void **s,
+				ncclNetDeviceHandle_v11_t **dc)
+{
+	(void)dc;
+	if (s)
+		*s = NULL;
+	if (!ctx_live(ctx)) {
+		WARN("connect: %p is not a live context", ctx);
+		return fail(ncclInvalidArgument);
+	}
 	return core_connect(dev, h, s);
 }
 static ncclResult_t v7_accept(void *l, void **r, ncclNetDeviceHandle_v7_t **dc)
@@ -2760,3 +2941,15 @@ EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.makeVDevice = NULL,
 	COMMON_TAIL,
 };
+
+/* setNetAttr is optional and left out: the hints (peers, flows per peer)
+ * have nothing to tune on one point-to-point link */
+#define V11_TABLE(P)                                                                 \
+	.name = PLUGIN_NAME, .init = v11_init, .devices = core_devices,              \
+	.getProperties = P, .listen = v11_listen, .connect = v11_connect,            \
+	.accept = v7_accept, .regMr = v8_regmr, .isend = v10_isend, .irecv = v10_irecv, \
+	.makeVDevice = NULL, .finalize = v11_finalize, .setNetAttr = NULL, COMMON_TAIL
+
+EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = { V11_TABLE(v11_props) };
+
+EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = { V11_TABLE(v12_props) };

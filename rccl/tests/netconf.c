@@ -49,7 +49,7 @@
  *   netconf --rank R ... --dmabuf        also regMrDmaBuf's data path, with
  *                                        DMA-bufs from the test exporter
  *                                        (/dev/odl_dmabuf_exp, odl_dmabuf_exp.ko)
- * Options: --api N (7..10, default newest exported), --flavour nccl|rccl
+ * Options: --api N (7..12, default newest exported), --flavour nccl|rccl
  *          (file-name rule; default rccl), --quick (sizes up to 4 MiB),
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
  *          --deadline SEC (per operation, default 30), --call-bound SEC (how
@@ -71,6 +71,7 @@
  * dlopen()/dlsym(); everything after the lookup is the same code.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #ifndef NETCONF_STATIC
 #include <dlfcn.h>
 #endif
@@ -225,6 +226,8 @@ extern const ncclNet_v7_t ncclNetPlugin_v7;
 extern const ncclNet_v8_t ncclNetPlugin_v8;
 extern const ncclNet_v9_t ncclNetPlugin_v9;
 extern const ncclNet_v10_t ncclNetPlugin_v10;
+extern const ncclNet_v11_t ncclNetPlugin_v11;
+extern const ncclNet_v12_t ncclNetPlugin_v12;
 /* weak: a plain net plugin must not define these (checked by t_table) */
 #define WEAK_COLLNET(v) extern const char ncclCollNetPlugin_v##v __attribute__((weak));
 WEAK_COLLNET(7) WEAK_COLLNET(8) WEAK_COLLNET(9) WEAK_COLLNET(10) WEAK_COLLNET(11) WEAK_COLLNET(12)
@@ -236,6 +239,8 @@ static const struct {
 	{ "ncclNetPlugin_v8", &ncclNetPlugin_v8 },
 	{ "ncclNetPlugin_v9", &ncclNetPlugin_v9 },
 	{ "ncclNetPlugin_v10", &ncclNetPlugin_v10 },
+	{ "ncclNetPlugin_v11", &ncclNetPlugin_v11 },
+	{ "ncclNetPlugin_v12", &ncclNetPlugin_v12 },
 	{ "ncclCollNetPlugin_v7", &ncclCollNetPlugin_v7 },
 	{ "ncclCollNetPlugin_v8", &ncclCollNetPlugin_v8 },
 	{ "ncclCollNetPlugin_v9", &ncclCollNetPlugin_v9 },
@@ -288,7 +293,7 @@ static void pick_table(int want)
 {
 	char sym[64];
 
-	for (int v = 10; v >= 7; v--) {
+	for (int v = 12; v >= 7; v--) {
 		if (want && v != want)
 			continue;
 		snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
@@ -298,7 +303,7 @@ static void pick_table(int want)
 			return;
 		}
 	}
-	FAILF("no ncclNetPlugin_v%s symbol in %s", want ? "<requested>" : "7..10", g_libname);
+	FAILF("no ncclNetPlugin_v%s symbol in %s", want ? "<requested>" : "7..12", g_libname);
 }
 
 /* Version-independent calls through the chosen table. */
@@ -306,6 +311,16 @@ static void pick_table(int want)
 #define T8 ((const ncclNet_v8_t *)g_tab)
 #define T9 ((const ncclNet_v9_t *)g_tab)
 #define T10 ((const ncclNet_v10_t *)g_tab)
+#define T11 ((const ncclNet_v11_t *)g_tab)
+#define T12 ((const ncclNet_v12_t *)g_tab)
+
+/* v11+: the contexts init handed out (one per "communicator"), newest
+ * first; g_ctx is the one the tests use */
+#define MAX_CTX 8
+static void *g_ctxs[MAX_CTX];
+static int g_nctx;
+static void *g_ctx;
+static uint64_t g_comm_id = 0x0d1b7b5c0aa00000ull;
 
 static void logger(ncclDebugLogLevel lvl, unsigned long flags, const char *file, int line,
 		   const char *fmt, ...)
@@ -324,7 +339,30 @@ static void logger(ncclDebugLogLevel lvl, unsigned long flags, const char *file,
 
 static ncclResult_t n_init(ncclDebugLogger_t l)
 {
+	if (g_api >= 11) {
+		ncclNetCommConfig_v11_t cfg = { -1 };
+		void *ctx = (void *)1;
+		ncclResult_t r;
+
+		CHECK(g_nctx < MAX_CTX, "too many contexts");
+		r = T11->init(&ctx, ++g_comm_id, &cfg, l, NULL);
+		if (r != ncclSuccess) {
+			CHECK(ctx == NULL, "failed init left a context");
+			return r;
+		}
+		CHECK(ctx, "init returned a NULL context");
+		g_ctx = g_ctxs[g_nctx++] = ctx;
+		return r;
+	}
 	return g_api >= 10 ? T10->init(l, NULL) : T7->init(l);
+}
+/* v11+: finalize every context init handed out (NCCL: each communicator's
+ * at its destruction) */
+static void n_finalize_all(void)
+{
+	while (g_api >= 11 && g_nctx > 0)
+		OKR(T11->finalize(g_ctxs[--g_nctx]), "finalize");
+	g_ctx = NULL;
 }
 static ncclResult_t n_devices(int *n) { return T7->devices(n); }
 static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
@@ -343,6 +381,42 @@ static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
 						       q.netDeviceVersion };
 		return r;
 	}
+	if (g_api >= 11) {
+		ncclNetProperties_v11_t q11;
+		ncclNetProperties_v12_t q12;
+
+		if (g_api == 11)
+			r = T11->getProperties(dev, p ? &q11 : NULL);
+		else
+			r = T12->getProperties(dev, p ? &q12 : NULL);
+		if (r != ncclSuccess || !p)
+			return r;
+#define V11_TO_V7(q) (ncclNetProperties_v7_t){ q.name, q.pciPath, q.guid, q.ptrSupport, q.speed, \
+				q.port, q.latency, q.maxComms, q.maxRecvs, q.netDeviceType,  \
+				q.netDeviceVersion }
+		if (g_api == 11) {
+			*p = V11_TO_V7(q11);
+			CHECK(q11.vProps.ndevs == 1 && q11.vProps.devs[0] == dev &&
+				      q11.maxP2pBytes > 0 && q11.maxCollBytes > 0 &&
+				      q11.maxMultiRequestSize == 1,
+			      "v11 properties: vProps %d [%d], maxP2pBytes %zu, maxCollBytes %zu, "
+			      "maxMultiRequestSize %d",
+			      q11.vProps.ndevs, q11.vProps.devs[0], q11.maxP2pBytes,
+			      q11.maxCollBytes, q11.maxMultiRequestSize);
+		} else {
+			*p = V11_TO_V7(q12);
+			CHECK(q12.vProps.ndevs == 1 && q12.vProps.devs[0] == dev &&
+				      q12.maxP2pBytes > 0 && q12.maxCollBytes > 0 &&
+				      q12.maxMultiRequestSize == 1 &&
+				      q12.railId == NCCL_NET_ID_UNDEF && q12.planeId == NCCL_NET_ID_UNDEF,
+			      "v12 properties: vProps %d [%d], maxP2pBytes %zu, maxCollBytes %zu, "
+			      "maxMultiRequestSize %d, railId %d, planeId %d",
+			      q12.vProps.ndevs, q12.vProps.devs[0], q12.maxP2pBytes,
+			      q12.maxCollBytes, q12.maxMultiRequestSize, q12.railId, q12.planeId);
+		}
+#undef V11_TO_V7
+		return r;
+	}
 	ncclNetProperties_v9_t q;
 	r = (g_api == 9 ? T9->getProperties(dev, p ? &q : NULL)
 			: T10->getProperties(dev, p ? &q : NULL));
@@ -355,13 +429,20 @@ static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
 	}
 	return r;
 }
-static ncclResult_t n_listen(int dev, void *h, void **l) { return T7->listen(dev, h, l); }
+static ncclResult_t n_listen(int dev, void *h, void **l)
+{
+	if (g_api >= 11)
+		return T11->listen(g_ctx, dev, h, l);
+	return T7->listen(dev, h, l);
+}
 static ncclResult_t n_connect(int dev, void *h, void **s)
 {
 	ncclNetDeviceHandle_v7_t *dh = NULL;
 	ncclNetCommConfig_v10_t cfg = { -1 };
 
 	/* NCCL passes a pointer to a NULL device handle for host plugins */
+	if (g_api >= 11)
+		return T11->connect(g_ctx, dev, h, s, &dh);
 	if (g_api >= 10)
 		return T10->connect(dev, &cfg, h, s, &dh);
 	return T7->connect(dev, h, s, &dh);
@@ -620,7 +701,7 @@ static void t_table(void)
 		snprintf(s, sizeof(s), "ncclCollNetPlugin_v%d", v);
 		CHECK(!find_sym(s), "exports %s (a plain net plugin must not)", s);
 	}
-	for (int v = 7; v <= 10; v++) {
+	for (int v = 7; v <= 12; v++) {
 		char s[64];
 		snprintf(s, sizeof(s), "ncclNetPlugin_v%d", v);
 		const ncclNet_v7_t *tv = find_sym(s);
@@ -628,8 +709,16 @@ static void t_table(void)
 			      tv->regMrDmaBuf,
 		      "table %s missing or incomplete", s);
 	}
+	for (int v = 11; v <= 12; v++) {
+		char s[64];
+		snprintf(s, sizeof(s), "ncclNetPlugin_v%d", v);
+		const ncclNet_v11_t *tv = find_sym(s);
+		/* NCCL calls finalize unconditionally; setNetAttr is optional */
+		CHECK(tv->finalize && !tv->makeVDevice, "table %s: finalize %p makeVDevice %p", s,
+		      (void *)tv->finalize, (void *)tv->makeVDevice);
+	}
 	say("# loaded %s, using ncclNetPlugin_v%d\n", g_libname, g_api);
-	pass("table: slots, versions v7..v10 exported, no CollNet");
+	pass("table: slots, versions v7..v12 exported, no CollNet");
 }
 
 static void *props_thread(void *arg)
@@ -2813,6 +2902,87 @@ static void t_link_failure(void)
 	fault_peer_gone(3);
 }
 
+/* threads of this process (the plugin's progress threads among them) */
+static int task_count(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	CHECK(dir, "opendir /proc/self/task: %s", strerror(errno));
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	return n;
+}
+
+static int g_tasks0; /* before the first init */
+
+/*
+ * v11+: contexts, the way NCCL >= 2.28 uses them: init per communicator,
+ * listen/connect through the communicator's context, finalize at its end.
+ */
+static void t_contexts(void)
+{
+	unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+	ncclNetCommConfig_v11_t cfg = { 5 };
+	void *c2 = NULL, *l = NULL, *s = NULL, *keep = NULL;
+	int foreign = 0, n = 0, up;
+
+	if (g_api < 11)
+		return;
+	/* a second communicator beside the first, with a traffic class */
+	OKR(T11->init(&c2, g_comm_id + 1000, &cfg, logger, NULL), "init(second context)");
+	CHECK(c2 && c2 != g_ctx, "second context %p (first %p)", c2, g_ctx);
+	OKR(T11->listen(c2, g_dev, h, &l), "listen(second context)");
+	OKR(n_closeListen(l), "closeListen");
+	/* what is not a live context: an error, and nothing handed out */
+	l = s = (void *)1;
+	CHECK(T11->listen(NULL, g_dev, h, &l) == ncclInvalidArgument && !l, "listen(NULL context)");
+	l = (void *)1;
+	CHECK(T11->listen(&foreign, g_dev, h, &l) == ncclInvalidArgument && !l,
+	      "listen(foreign context)");
+	CHECK(T11->connect(NULL, g_dev, h, &s, NULL) == ncclInvalidArgument && !s,
+	      "connect(NULL context)");
+	CHECK(T11->finalize(NULL) == ncclInvalidArgument, "finalize(NULL)");
+	CHECK(T11->finalize(&foreign) == ncclInvalidArgument, "finalize(foreign context)");
+	CHECK(T11->init(NULL, 1, &cfg, logger, NULL) == ncclInvalidArgument, "init(NULL)");
+	OKR(T11->finalize(c2), "finalize(second context)");
+	CHECK(T11->finalize(c2) == ncclInvalidArgument, "finalize(second context) twice");
+	l = (void *)1;
+	CHECK(T11->listen(c2, g_dev, h, &l) == ncclInvalidArgument && !l,
+	      "listen(finalized context)");
+	/* the first communicator's context still works */
+	OKR(n_listen(g_dev, h, &keep), "listen(first context)");
+	up = task_count();
+	CHECK(up > g_tasks0, "no plugin thread (%d threads, %d before init)", up, g_tasks0);
+	/* every context finalized with a connection open: the devices stay
+	 * up for it */
+	n_finalize_all();
+	CHECK(task_count() == up, "threads %d -> %d with a listen comm open", up, task_count());
+	OKR(n_closeListen(keep), "closeListen after the last finalize");
+	/* a new communicator, finalized with nothing open: devices closed,
+	 * progress threads stopped */
+	OKR(n_init(logger), "init after the last finalize");
+	n_finalize_all();
+	CHECK(task_count() == g_tasks0, "%d threads after the last finalize (%d before init)",
+	      task_count(), g_tasks0);
+	CHECK(n_devices(&n) != ncclSuccess, "devices() answered after the last finalize");
+	/* and the next init opens them again */
+	OKR(n_init(logger), "init after the devices were closed");
+	OKR(n_devices(&n), "devices after init");
+	up = task_count();
+	CHECK(n >= 1 && up > g_tasks0, "init again: %d devices, %d threads", n, up);
+	OKR(n_listen(g_dev, h, &l), "listen after init again");
+	OKR(n_closeListen(l), "closeListen");
+	n_finalize_all();
+	CHECK(task_count() == g_tasks0, "%d threads after the last finalize (%d before init)",
+	      task_count(), g_tasks0);
+	pass("v11+ contexts: two side by side, bad contexts refused, a finalize with a comm open "
+	     "keeps the devices, the last one closes them, init opens them again");
+}
+
 static const char *g_oob_listen, *g_oob_connect; /* rank mode: TCP out-of-band */
 
 static void run_rank(int want_api)
@@ -2820,6 +2990,7 @@ static void run_rank(int want_api)
 	g_lib = load_plugin();
 	pick_table(want_api);
 	t_table();
+	g_tasks0 = task_count();
 	int ndev = t_init_props();
 	const char *d = getenv("NETCONF_DEV");
 
@@ -2835,12 +3006,14 @@ static void run_rank(int want_api)
 	if (g_fail) {
 		barrier();
 		t_link_failure();
+		n_finalize_all();
 		return;
 	}
 	if (g_bench_bytes) {
 		barrier();
 		bench_allreduce();
 		barrier();
+		n_finalize_all();
 		return;
 	}
 	/* g_shared: other rank pairs use the device at the same time; the
@@ -2879,6 +3052,7 @@ static void run_rank(int want_api)
 	}
 	t_collectives();
 	barrier();
+	t_contexts();
 	say("# rank%d: all tests passed (api v%d%s)\n", g_rank, g_api, g_shared ? ", device shared" : "");
 }
 
@@ -2899,6 +3073,7 @@ static int load_only(int want_api)
 		OKR(n_devices(&n), "devices");
 		CHECK(n > 0, "init succeeded with %d devices", n);
 		say("# init ok, %d device(s)\n", n);
+		n_finalize_all();
 	} else {
 		CHECK(r == ncclSystemError || r == ncclInternalError,
 		      "init failed with unexpected code %d", r);
