@@ -1660,6 +1660,19 @@ static int dev_revive(struct odlp_dev *d)
 	return rc;
 }
 
+/* what NCCL holds is a token, never an address: a context finalized
+ * twice (or kept after its finalize) cannot hit a later one that malloc
+ * placed at the same address */
+#define CTX_TOKEN_TAG (0x4c43ull << 48) /* "LC" */
+struct odlp_ctx {
+	uint64_t token;
+	int traffic_class;
+	uint64_t comm_id;
+	struct odlp_ctx *next;
+};
+static struct odlp_ctx *g_ctxs; /* under g_mu */
+static uint64_t g_ctx_seq;
+
 /* close every device, stop their threads, leave the statistics (g_mu held) */
 static void plugin_down_locked(void)
 {
@@ -1680,6 +1693,12 @@ __attribute__((destructor)) static void plugin_fini(void)
 		return;
 	pthread_mutex_lock(&g_mu);
 	plugin_down_locked();
+	while (g_ctxs) { /* v11+ contexts never finalized */
+		struct odlp_ctx *c = g_ctxs;
+
+		g_ctxs = c->next;
+		free(c);
+	}
 	pthread_mutex_unlock(&g_mu);
 }
 
@@ -2583,19 +2602,10 @@ static ncclResult_t v10_init(ncclDebugLogger_t l, ncclProfilerCallback_t p)
  * keep the library loaded, NCCL_NET_PLUGIN_REF_COUNT=1); the next init opens
  * them again.
  */
-#define CTX_MAGIC 0x5854434cu /* "LCTX" */
-struct odlp_ctx {
-	uint32_t magic;
-	int traffic_class;
-	uint64_t comm_id;
-	struct odlp_ctx *next;
-};
-static struct odlp_ctx *g_ctxs; /* under g_mu */
-
 static bool ctx_live_locked(const void *ctx)
 {
 	for (const struct odlp_ctx *c = g_ctxs; c; c = c->next)
-		if (c == ctx)
+		if (c->token == (uint64_t)(uintptr_t)ctx)
 			return true;
 	return false;
 }
@@ -2630,17 +2640,17 @@ static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11
 		free(c);
 		return r;
 	}
-	c->magic = CTX_MAGIC;
 	c->comm_id = comm_id;
 	c->traffic_class = cfg ? cfg->trafficClass : -1;
 	if (c->traffic_class != -1)
 		INFO("communicator %016llx: traffic class %d ignored (the link has one)",
 		     (unsigned long long)comm_id, c->traffic_class);
 	pthread_mutex_lock(&g_mu);
+	c->token = CTX_TOKEN_TAG | ++g_ctx_seq;
 	c->next = g_ctxs;
 	g_ctxs = c;
 	pthread_mutex_unlock(&g_mu);
-	*ctx = c;
+	*ctx = (void *)(uintptr_t)c->token;
 	return ncclSuccess;
 }
 
@@ -2651,7 +2661,7 @@ static ncclResult_t v11_finalize(void *ctx)
 
 	pthread_mutex_lock(&g_mu);
 	for (pp = &g_ctxs; ctx && *pp; pp = &(*pp)->next) {
-		if (*pp == ctx) {
+		if ((*pp)->token == (uint64_t)(uintptr_t)ctx) {
 			c = *pp;
 			*pp = c->next;
 			break;
@@ -2679,7 +2689,6 @@ static ncclResult_t v11_finalize(void *ctx)
 		}
 	}
 	pthread_mutex_unlock(&g_mu);
-	c->magic = 0;
 	free(c);
 	return ncclSuccess;
 }
