@@ -16,7 +16,7 @@
 #              per-direction rate min(tx, rx); the reference is the better of
 #              the two (the stronger raw peer)
 #   plugin     netconf.static --bench: two-rank ring all-reduce (int32 sum) of
-#              SIZE MiB over the plugin (ncclNetPlugin_v10 table), ITERS (4) timed
+#              SIZE MiB over the plugin (its newest table, v12), ITERS (4) timed
 #              iterations after a warm-up, every result verified; one run per
 #              --slice (default 4 MiB and 512 KiB; the first is the headline).
 #              busbw = S * 2(n-1)/n / t = S / t for two ranks (nccl-tests).
