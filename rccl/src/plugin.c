@@ -482,6 +482,7 @@ struct odlp_dev {
 		uint64_t last_rx_ns, last_ping_ns;
 		uint64_t inst;
 	} peers[ODL_TB5_MAX_PORT + 1];
+	uint64_t ka_last_ns; /* the keepalive's last look (keepalive()) */
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -993,6 +994,12 @@ static void peer_instance(struct odlp_dev *d, uint32_t port, uint64_t inst)
  * every comm waiting for it fails with ncclRemoteError instead of waiting
  * forever.
  */
+/* how often the keepalive looks: an eighth of the timeout, at most 100 ms */
+static uint64_t ka_period_ns(uint64_t tmo)
+{
+	return tmo / 8 < 100000000ull ? tmo / 8 : 100000000ull;
+}
+
 static void keepalive(struct odlp_dev *d)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC), tmo = (uint64_t)g_peer_timeout_ms * 1000000ull;
@@ -1000,6 +1007,13 @@ static void keepalive(struct odlp_dev *d)
 
 	if (!tmo || d->dead)
 		return;
+	/* the progress thread wakes for every batch of completions (thousands
+	 * a second under load); the keepalive's clocks need a look a few times
+	 * per timeout, not at each of those wake-ups (it walks every comm's
+	 * requests and every peer port under the device lock) */
+	if (now - d->ka_last_ns < ka_period_ns(tmo))
+		return;
+	d->ka_last_ns = now;
 	for (struct odlp_comm *c = d->comms; c; c = c->next) {
 		bool *w = &waiting[c->peer_port];
 
