@@ -7,7 +7,9 @@
  * NCCL_NET_PLUGIN, dlopen RTLD_NOW|RTLD_LOCAL, newest ncclNetPlugin_vN
  * first), checks the function table, and drives two ranks the way NCCL's
  * proxy does: one thread alternating connect/accept, NULL-request retries,
- * test polling, closeListen right after accept.
+ * test polling, closeListen right after accept. Through v11 and later it
+ * holds a context per init like NCCL >= 2.28 (one per communicator), ends
+ * with finalize, and checks what the contexts promise (t_contexts).
  *
  * Modes:
  *   netconf [opts]                       spawn two ranks on this host; each child
@@ -460,7 +462,7 @@ static ncclResult_t n_regmr(void *c, void *d, size_t size, int type, void **mh)
 	return T8->regMr(c, d, size, type, mh);
 }
 static ncclResult_t n_deregmr(void *c, void *mh) { return T7->deregMr(c, mh); }
-/* the same slot and signature in v7..v10 */
+/* the same slot and signature in v7..v12 */
 static ncclResult_t n_regmr_dmabuf(void *c, void *d, size_t size, int type, uint64_t off, int fd,
 				   void **mh)
 {
