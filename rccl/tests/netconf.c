@@ -2950,6 +2950,11 @@ static void t_contexts(void)
 	CHECK(T11->finalize(NULL) == ncclInvalidArgument, "finalize(NULL)");
 	CHECK(T11->finalize(&foreign) == ncclInvalidArgument, "finalize(foreign context)");
 	CHECK(T11->init(NULL, 1, &cfg, logger, NULL) == ncclInvalidArgument, "init(NULL)");
+	/* no config: taken as "no traffic class" */
+	void *c3 = NULL;
+	OKR(T11->init(&c3, g_comm_id + 2000, NULL, logger, NULL), "init(NULL config)");
+	CHECK(c3 && c3 != c2 && c3 != g_ctx, "third context %p", c3);
+	OKR(T11->finalize(c3), "finalize(third context)");
 	OKR(T11->finalize(c2), "finalize(second context)");
 	CHECK(T11->finalize(c2) == ncclInvalidArgument, "finalize(second context) twice");
 	l = (void *)1;
