@@ -481,7 +481,6 @@ ODL_NCCL_SIZE(ncclNet_v10_t, 160);
 ODL_NCCL_SLOTS_COMMON(ncclNet_v10_t);
 ODL_NCCL_OFF(ncclNet_v10_t, makeVDevice, 152);
 
-
 ODL_NCCL_SIZE(ncclNetProperties_v11_t, 112);
 ODL_NCCL_OFF(ncclNetProperties_v11_t, vProps, 64);
 ODL_NCCL_OFF(ncclNetProperties_v11_t, maxP2pBytes, 88);
@@ -493,11 +492,14 @@ ODL_NCCL_OFF(ncclNetAttr_v11_t, recvCommAttr, 16);
 ODL_NCCL_OFF(ncclNetAttr_v11_t, op, 32);
 ODL_NCCL_OFF(ncclNetAttr_v11_t, algo, 36);
 ODL_NCCL_OFF(ncclNetAttr_v11_t, proto, 40);
-ODL_NCCL_SIZE(ncclNet_v11_t, 176);
-ODL_NCCL_SLOTS_COMMON(ncclNet_v11_t);
-ODL_NCCL_OFF(ncclNet_v11_t, makeVDevice, 152);
-ODL_NCCL_OFF(ncclNet_v11_t, finalize, 160);
-ODL_NCCL_OFF(ncclNet_v11_t, setNetAttr, 168);
+/* the 22 slots of v11 and v12 */
+#define ODL_NCCL_SLOTS_V11(T)                    \
+	ODL_NCCL_SIZE(T, 176);                   \
+	ODL_NCCL_SLOTS_COMMON(T);                \
+	ODL_NCCL_OFF(T, makeVDevice, 152);       \
+	ODL_NCCL_OFF(T, finalize, 160);          \
+	ODL_NCCL_OFF(T, setNetAttr, 168)
+ODL_NCCL_SLOTS_V11(ncclNet_v11_t);
 
 ODL_NCCL_SIZE(ncclNetVDeviceProps_v12_t, 36);
 ODL_NCCL_SIZE(ncclNetProperties_v12_t, 128);
@@ -508,11 +510,7 @@ ODL_NCCL_OFF(ncclNetProperties_v12_t, maxCollBytes, 112);
 ODL_NCCL_OFF(ncclNetProperties_v12_t, maxMultiRequestSize, 120);
 ODL_NCCL_OFF(ncclNetProperties_v12_t, railId, 124);
 ODL_NCCL_OFF(ncclNetProperties_v12_t, planeId, 126);
-ODL_NCCL_SIZE(ncclNet_v12_t, 176);
-ODL_NCCL_SLOTS_COMMON(ncclNet_v12_t);
-ODL_NCCL_OFF(ncclNet_v12_t, makeVDevice, 152);
-ODL_NCCL_OFF(ncclNet_v12_t, finalize, 160);
-ODL_NCCL_OFF(ncclNet_v12_t, setNetAttr, 168);
+ODL_NCCL_SLOTS_V11(ncclNet_v12_t);
 
 #ifdef __cplusplus
 }
