@@ -983,6 +983,12 @@ static void peer_instance(struct odlp_dev *d, uint32_t port, uint64_t inst)
 		     d->name, n, port);
 }
 
+/* how often the keepalive looks: an eighth of the timeout, at most 100 ms */
+static uint64_t ka_period_ns(uint64_t tmo)
+{
+	return tmo / 8 < 100000000ull ? tmo / 8 : 100000000ull;
+}
+
 /*
  * Keepalive (progress thread, d->mu held), per port of the peer (one
  * process each). Only while this side waits for that process - a request
@@ -994,12 +1000,6 @@ static void peer_instance(struct odlp_dev *d, uint32_t port, uint64_t inst)
  * every comm waiting for it fails with ncclRemoteError instead of waiting
  * forever.
  */
-/* how often the keepalive looks: an eighth of the timeout, at most 100 ms */
-static uint64_t ka_period_ns(uint64_t tmo)
-{
-	return tmo / 8 < 100000000ull ? tmo / 8 : 100000000ull;
-}
-
 static void keepalive(struct odlp_dev *d)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC), tmo = (uint64_t)g_peer_timeout_ms * 1000000ull;
@@ -1680,8 +1680,6 @@ static int dev_revive(struct odlp_dev *d)
 #define CTX_TOKEN_TAG (0x4c43ull << 48) /* "LC" */
 struct odlp_ctx {
 	uint64_t token;
-	int traffic_class;
-	uint64_t comm_id;
 	struct odlp_ctx *next;
 };
 static struct odlp_ctx *g_ctxs; /* under g_mu */
@@ -2624,16 +2622,20 @@ static bool ctx_live_locked(const void *ctx)
 	return false;
 }
 
-static bool ctx_live(const void *ctx)
+/* listen/connect: ncclSuccess for a live context, else the error (WARNed) */
+static ncclResult_t ctx_check(const void *ctx, const char *call)
 {
-	bool ok;
+	bool ok = false;
 
-	if (!ctx)
-		return false;
-	pthread_mutex_lock(&g_mu);
-	ok = ctx_live_locked(ctx);
-	pthread_mutex_unlock(&g_mu);
-	return ok;
+	if (ctx) {
+		pthread_mutex_lock(&g_mu);
+		ok = ctx_live_locked(ctx);
+		pthread_mutex_unlock(&g_mu);
+	}
+	if (ok)
+		return ncclSuccess;
+	WARN("%s: %p is not a live context", call, ctx);
+	return fail(ncclInvalidArgument);
 }
 
 static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *cfg,
@@ -2654,11 +2656,9 @@ static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11
 		free(c);
 		return r;
 	}
-	c->comm_id = comm_id;
-	c->traffic_class = cfg ? cfg->trafficClass : -1;
-	if (c->traffic_class != -1)
+	if (cfg && cfg->trafficClass != -1)
 		INFO("communicator %016llx: traffic class %d ignored (the link has one)",
-		     (unsigned long long)comm_id, c->traffic_class);
+		     (unsigned long long)comm_id, cfg->trafficClass);
 	pthread_mutex_lock(&g_mu);
 	c->token = CTX_TOKEN_TAG | ++g_ctx_seq;
 	c->next = g_ctxs;
@@ -2709,11 +2709,12 @@ static ncclResult_t v11_finalize(void *ctx)
 
 static ncclResult_t v11_listen(void *ctx, int dev, void *h, void **l)
 {
-	if (l)
-		*l = NULL;
-	if (!ctx_live(ctx)) {
-		WARN("listen: %p is not a live context", ctx);
-		return fail(ncclInvalidArgument);
+	ncclResult_t r = ctx_check(ctx, "listen");
+
+	if (r) {
+		if (l)
+			*l = NULL;
+		return r;
 	}
 	return core_listen(dev, h, l);
 }
@@ -2812,12 +2813,13 @@ static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t *cfg, void *h, 
 static ncclResult_t v11_connect(void *ctx, int dev, void *h, void **s,
 				ncclNetDeviceHandle_v11_t **dc)
 {
+	ncclResult_t r = ctx_check(ctx, "connect");
+
 	(void)dc;
-	if (s)
-		*s = NULL;
-	if (!ctx_live(ctx)) {
-		WARN("connect: %p is not a live context", ctx);
-		return fail(ncclInvalidArgument);
+	if (r) {
+		if (s)
+			*s = NULL;
+		return r;
 	}
 	return core_connect(dev, h, s);
 }

@@ -393,30 +393,28 @@ static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
 			r = T12->getProperties(dev, p ? &q12 : NULL);
 		if (r != ncclSuccess || !p)
 			return r;
-#define V11_TO_V7(q) (ncclNetProperties_v7_t){ q.name, q.pciPath, q.guid, q.ptrSupport, q.speed, \
-				q.port, q.latency, q.maxComms, q.maxRecvs, q.netDeviceType,  \
-				q.netDeviceVersion }
+/* the v7 fields, and what v11 and v12 add (the same for both) */
+#define V11_CHECK(q, ver)                                                                  \
+	do {                                                                               \
+		*p = (ncclNetProperties_v7_t){ q.name, q.pciPath, q.guid, q.ptrSupport,    \
+					       q.speed, q.port, q.latency, q.maxComms,     \
+					       q.maxRecvs, q.netDeviceType,                \
+					       q.netDeviceVersion };                       \
+		CHECK(q.vProps.ndevs == 1 && q.vProps.devs[0] == dev && q.maxP2pBytes > 0 && \
+			      q.maxCollBytes > 0 && q.maxMultiRequestSize == 1,            \
+		      ver " properties: vProps %d [%d], maxP2pBytes %zu, maxCollBytes %zu, " \
+			  "maxMultiRequestSize %d",                                        \
+		      q.vProps.ndevs, q.vProps.devs[0], q.maxP2pBytes, q.maxCollBytes,     \
+		      q.maxMultiRequestSize);                                              \
+	} while (0)
 		if (g_api == 11) {
-			*p = V11_TO_V7(q11);
-			CHECK(q11.vProps.ndevs == 1 && q11.vProps.devs[0] == dev &&
-				      q11.maxP2pBytes > 0 && q11.maxCollBytes > 0 &&
-				      q11.maxMultiRequestSize == 1,
-			      "v11 properties: vProps %d [%d], maxP2pBytes %zu, maxCollBytes %zu, "
-			      "maxMultiRequestSize %d",
-			      q11.vProps.ndevs, q11.vProps.devs[0], q11.maxP2pBytes,
-			      q11.maxCollBytes, q11.maxMultiRequestSize);
+			V11_CHECK(q11, "v11");
 		} else {
-			*p = V11_TO_V7(q12);
-			CHECK(q12.vProps.ndevs == 1 && q12.vProps.devs[0] == dev &&
-				      q12.maxP2pBytes > 0 && q12.maxCollBytes > 0 &&
-				      q12.maxMultiRequestSize == 1 &&
-				      q12.railId == NCCL_NET_ID_UNDEF && q12.planeId == NCCL_NET_ID_UNDEF,
-			      "v12 properties: vProps %d [%d], maxP2pBytes %zu, maxCollBytes %zu, "
-			      "maxMultiRequestSize %d, railId %d, planeId %d",
-			      q12.vProps.ndevs, q12.vProps.devs[0], q12.maxP2pBytes,
-			      q12.maxCollBytes, q12.maxMultiRequestSize, q12.railId, q12.planeId);
+			V11_CHECK(q12, "v12");
+			CHECK(q12.railId == NCCL_NET_ID_UNDEF && q12.planeId == NCCL_NET_ID_UNDEF,
+			      "v12 properties: railId %d, planeId %d", q12.railId, q12.planeId);
 		}
-#undef V11_TO_V7
+#undef V11_CHECK
 		return r;
 	}
 	ncclNetProperties_v9_t q;
