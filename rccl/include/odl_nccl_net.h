@@ -431,20 +431,23 @@ ODL_NCCL_OFF(ncclNetProperties_v8_t, netDeviceVersion, 56);
 
 ODL_NCCL_SIZE(ncclNetVDeviceProps_v9_t, 20);
 ODL_NCCL_SIZE(ncclNetProperties_v9_t, 104);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, name, 0);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, pciPath, 8);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, guid, 16);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, ptrSupport, 24);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, regIsGlobal, 28);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, forceFlush, 32);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, speed, 36);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, port, 40);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, latency, 44);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, maxComms, 48);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, maxRecvs, 52);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, netDeviceType, 56);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, netDeviceVersion, 60);
-ODL_NCCL_OFF(ncclNetProperties_v9_t, vProps, 64);
+/* v9 and later: the fields before vProps (ODL_NCCL_PROPS_V9_FIELDS) */
+#define ODL_NCCL_PROPS_V9_OFFS(T)                 \
+	ODL_NCCL_OFF(T, name, 0);                 \
+	ODL_NCCL_OFF(T, pciPath, 8);              \
+	ODL_NCCL_OFF(T, guid, 16);                \
+	ODL_NCCL_OFF(T, ptrSupport, 24);          \
+	ODL_NCCL_OFF(T, regIsGlobal, 28);         \
+	ODL_NCCL_OFF(T, forceFlush, 32);          \
+	ODL_NCCL_OFF(T, speed, 36);               \
+	ODL_NCCL_OFF(T, port, 40);                \
+	ODL_NCCL_OFF(T, latency, 44);             \
+	ODL_NCCL_OFF(T, maxComms, 48);            \
+	ODL_NCCL_OFF(T, maxRecvs, 52);            \
+	ODL_NCCL_OFF(T, netDeviceType, 56);       \
+	ODL_NCCL_OFF(T, netDeviceVersion, 60);    \
+	ODL_NCCL_OFF(T, vProps, 64)
+ODL_NCCL_PROPS_V9_OFFS(ncclNetProperties_v9_t);
 ODL_NCCL_OFF(ncclNetProperties_v9_t, maxP2pBytes, 88);
 ODL_NCCL_OFF(ncclNetProperties_v9_t, maxCollBytes, 96);
 ODL_NCCL_SIZE(ncclNetCommConfig_v10_t, 4);
@@ -482,7 +485,7 @@ ODL_NCCL_SLOTS_COMMON(ncclNet_v10_t);
 ODL_NCCL_OFF(ncclNet_v10_t, makeVDevice, 152);
 
 ODL_NCCL_SIZE(ncclNetProperties_v11_t, 112);
-ODL_NCCL_OFF(ncclNetProperties_v11_t, vProps, 64);
+ODL_NCCL_PROPS_V9_OFFS(ncclNetProperties_v11_t);
 ODL_NCCL_OFF(ncclNetProperties_v11_t, maxP2pBytes, 88);
 ODL_NCCL_OFF(ncclNetProperties_v11_t, maxCollBytes, 96);
 ODL_NCCL_OFF(ncclNetProperties_v11_t, maxMultiRequestSize, 104);
@@ -503,8 +506,7 @@ ODL_NCCL_SLOTS_V11(ncclNet_v11_t);
 
 ODL_NCCL_SIZE(ncclNetVDeviceProps_v12_t, 36);
 ODL_NCCL_SIZE(ncclNetProperties_v12_t, 128);
-ODL_NCCL_OFF(ncclNetProperties_v12_t, netDeviceVersion, 60);
-ODL_NCCL_OFF(ncclNetProperties_v12_t, vProps, 64);
+ODL_NCCL_PROPS_V9_OFFS(ncclNetProperties_v12_t);
 ODL_NCCL_OFF(ncclNetProperties_v12_t, maxP2pBytes, 104);
 ODL_NCCL_OFF(ncclNetProperties_v12_t, maxCollBytes, 112);
 ODL_NCCL_OFF(ncclNetProperties_v12_t, maxMultiRequestSize, 120);
