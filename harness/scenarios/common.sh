@@ -127,6 +127,29 @@ nhi_stats() {
 	fi
 }
 
+# nhi_rings GUEST: the model's ring state (hw-model nhi_rings_describe: an
+# interrupt line, then a line per enabled ring with its indices, E2E
+# credits, held frames and late completions)
+nhi_rings() {
+	local p
+	p=$(nhi_qom_path "$1") || return 1
+	qmp "$1" "{\"execute\":\"qom-get\",\"arguments\":{\"path\":\"$p\",\"property\":\"rings\"}}" |
+		python3 -c 'import json, sys; sys.stdout.write(json.loads(sys.stdin.read()))'
+}
+
+# link_evidence: what a stalled data path leaves behind, from both models,
+# both guests' network view and the cable (for a failed check's diagnostics)
+link_evidence() {
+	local v
+	for v in a b; do
+		echo "$v: model stats: $(nhi_stats $v 2>&1)"
+		nhi_rings $v 2>&1 | sed "s/^/$v: model /"
+		vm $v sh -c 'ip -s link show thunderbolt0 2>/dev/null; netstat -tn 2>/dev/null | grep -E "^tcp"; dmesg | tail -n 6' 2>&1 |
+			sed "s/^/$v: /"
+	done
+	echo "cable: $("$VMPAIR" cable status 2>&1)"
+}
+
 # nhi_fault GUEST "TEXT": set the model's fault property (e.g.
 # "drop-irq rx=1 nth=3", "clear")
 nhi_fault() {
@@ -285,15 +308,26 @@ tbnet_up() {
 }
 
 # tcp_transfer FROM TO BYTES PORT: random data FROM -> TO over thunderbolt0;
-# prints "sha_from sha_to seconds".
+# prints "sha_from sha_to seconds" as its only line on stdout (callers read
+# it; diagnostics go to stderr). When the data does not all arrive, the
+# evidence (link_evidence, taken then) is left for tcp_evidence.
+tcp_evidence() {
+	[ -s "$VMPAIR_STATE/tcp-evidence" ] && cat "$VMPAIR_STATE/tcp-evidence"
+	return 0
+}
 tcp_transfer() {
-	local from=$1 to=$2 bytes=$3 port=$4 dst t0 t1
+	local from=$1 to=$2 bytes=$3 port=$4 dst out lim
 	[ "$to" = b ] && dst=192.0.2.2 || dst=192.0.2.1
 	vm "$from" sh -c "head -c $bytes /dev/urandom > /tmp/xfer.src" || return 1
 	vm "$to" sh -c "rm -f /tmp/xfer.dst; setsid sh -c 'sleep 100000 | nc -l -p $port > /tmp/xfer.dst' </dev/null >/dev/null 2>&1 &" || return 1
-	wait_for "vm $to sh -c 'netstat -ltn 2>/dev/null | grep -q :$port'" 30 || return 1
-	out=$(vm "$from" sh -c "t0=\$(cut -d' ' -f1 /proc/uptime); nc $dst $port < /tmp/xfer.src || exit 1; t1=\$(cut -d' ' -f1 /proc/uptime); echo \$t0 \$t1") || return 1
-	wait_for "vm $to sh -c '[ \$(wc -c < /tmp/xfer.dst) -eq $bytes ]'" 120 || true
+	wait_for "vm $to sh -c 'netstat -ltn 2>/dev/null | grep -q :$port'" 30 >&2 || return 1
+	rm -f "$VMPAIR_STATE/tcp-evidence"
+	out=$(vm "$from" sh -c "t0=\$(cut -d' ' -f1 /proc/uptime); nc $dst $port < /tmp/xfer.src || exit 1; t1=\$(cut -d' ' -f1 /proc/uptime); echo \$t0 \$t1")
+	# a sender that did not finish (vm's timeout) leaves its evidence too
+	[ -n "$out" ] && lim=120 || lim=10
+	wait_for "vm $to sh -c '[ \$(wc -c < /tmp/xfer.dst) -eq $bytes ]'" $lim >&2 ||
+		{ echo "tcp_transfer $from -> $to: $(vm "$to" sh -c 'wc -c < /tmp/xfer.dst' 2>&1) of $bytes bytes arrived"
+		  link_evidence; } > "$VMPAIR_STATE/tcp-evidence" 2>&1
 	vm "$to" sh -c "pkill -f 'nc -l -p $port' ; pkill -f 'sleep 100000'" >/dev/null 2>&1
 	printf '%s %s %s\n' \
 		"$(vm "$from" sha256sum /tmp/xfer.src | cut -d' ' -f1)" \

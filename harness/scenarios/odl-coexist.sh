@@ -31,7 +31,7 @@ srv=$(vm b cat /tmp/cli-server.log)
 if [ -n "$s1" ] && [ "$s1" = "$d1" ]; then
 	ok "concurrently: 48 MiB TCP a -> b over thunderbolt-net, SHA-256 match" "$t1 s"
 else
-	not_ok "concurrently: 48 MiB TCP a -> b over thunderbolt-net, SHA-256 match" "$s1 vs $d1"
+	not_ok "concurrently: 48 MiB TCP a -> b over thunderbolt-net, SHA-256 match" "$s1 vs $d1" "$(tcp_evidence)"
 fi
 if [ $cli_rc -eq 0 ] && echo "$srv" | grep -q 'all data verified'; then
 	ok "concurrently: odl_tb5 512 x 1 MiB a -> b verified" "$(tail -n 4 "$out")" "$srv"
@@ -40,7 +40,7 @@ else
 fi
 rm -f "$out"
 read -r s2 d2 t2 < <(tcp_transfer b a $((16 << 20)) 5202)
-[ -n "$s2" ] && [ "$s2" = "$d2" ] && ok "then: 16 MiB TCP b -> a, SHA-256 match" || not_ok "then: 16 MiB TCP b -> a, SHA-256 match" "$s2 vs $d2"
+[ -n "$s2" ] && [ "$s2" = "$d2" ] && ok "then: 16 MiB TCP b -> a, SHA-256 match" || not_ok "then: 16 MiB TCP b -> a, SHA-256 match" "$s2 vs $d2" "$(tcp_evidence)"
 odl_cli_run "then: odl_tb5 latency 4 KiB x 500 verified" 600 \
 	--test latency --size 4K --iterations 500 --timeout 60000
 odl_check_clean

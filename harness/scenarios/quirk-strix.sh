@@ -27,7 +27,7 @@ read -r s_from s_to secs < <(tcp_transfer a b $((4 << 20)) 5001)
 if [ -n "$s_from" ] && [ "$s_from" = "$s_to" ]; then
 	ok "thunderbolt-net alone: 4 MiB TCP a -> b, SHA-256 matches" "${secs}s"
 else
-	not_ok "thunderbolt-net alone: 4 MiB TCP a -> b, SHA-256 matches" "sent $s_from" "got  $s_to"
+	not_ok "thunderbolt-net alone: 4 MiB TCP a -> b, SHA-256 matches" "sent $s_from" "got  $s_to" "$(tcp_evidence)"
 fi
 st_a=$(nhi_stats a)
 is "$(nhi_stats a e2e_credits_dropped)/$(nhi_stats b e2e_credits_dropped)" "0/0" \

@@ -19,7 +19,7 @@ read -r s_from s_to secs < <(tcp_transfer a b $((64 << 20)) 5001)
 if [ -n "$s_from" ] && [ "$s_from" = "$s_to" ]; then
 	ok "64 MiB TCP a -> b, SHA-256 matches" "sha256 $s_from, ${secs}s guest time, $(awk -v s="$secs" 'BEGIN { if (s > 0) printf "%.1f", 64 * 8 * 1.048576 / s }') Mb/s"
 else
-	not_ok "64 MiB TCP a -> b, SHA-256 matches" "sent $s_from" "got  $s_to"
+	not_ok "64 MiB TCP a -> b, SHA-256 matches" "sent $s_from" "got  $s_to" "$(tcp_evidence)"
 fi
 check "thunderbolt-net counters show no RX errors on b" \
 	vb sh -c '[ "$(cat /sys/class/net/thunderbolt0/statistics/rx_errors)" = 0 ]'

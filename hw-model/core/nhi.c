@@ -1229,6 +1229,81 @@ const struct nhi_stats *nhi_get_stats(const struct nhi *n)
 	return &n->st;
 }
 
+static size_t late_count(const struct nhi_ring *r)
+{
+	size_t k = 0;
+
+	for (const struct late_compl *c = r->late_head; c; c = c->next)
+		k++;
+	return k;
+}
+
+/* Append to BUF (SIZE bytes, *AT used so far), truncating quietly. */
+static void dump_add(char *buf, size_t size, size_t *at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void dump_add(char *buf, size_t size, size_t *at, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	if (*at + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + *at, size - *at, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*at = (size_t)k < size - *at ? *at + (size_t)k : size - 1;
+}
+
+size_t nhi_rings_describe(const struct nhi *n, char *buf, size_t size)
+{
+	size_t at = 0;
+
+	if (!size)
+		return 0;
+	buf[0] = '\0';
+	dump_add(buf, size, &at,
+		 "irq enable 0x%08x 0x%08x status 0x%08x 0x%08x missed 0x%08x 0x%08x deferred 0x%x tx_deferred 0x%x link %s\n",
+		 n->int_enable[0], n->int_enable[1], n->int_status[0],
+		 n->int_status[1], n->int_missed[0], n->int_missed[1],
+		 n->irq_deferred, n->tx_deferred, n->link_up ? "up" : "down");
+	for (unsigned int i = 0; i < n->hops; i++) {
+		const struct nhi_ring *t = &n->tx[i], *r = &n->rx[i];
+
+		if (t->enabled || t->faulted) {
+			int oh = router_out_hop_for_ring(n, i);
+
+			dump_add(buf, size, &at,
+				 "tx %u: size %u hw %u drv %u%s%s%s late %zu",
+				 i, t->size, t->hw, t->drv,
+				 t->faulted ? " faulted" : "",
+				 t->stalled ? " stalled" : "",
+				 (n->tx_deferred & (1u << i)) ? " doorbell" : "",
+				 late_count(t));
+			if (oh > 0)
+				dump_add(buf, size, &at, " hop %d credits %u%s", oh,
+					 n->tx_credits[oh],
+					 n->tx_credit_active[oh] ? " e2e" : "");
+			dump_add(buf, size, &at, "\n");
+		}
+		if (r->enabled || r->faulted) {
+			dump_add(buf, size, &at,
+				 "rx %u: size %u hw %u drv %u avail %u%s%s held %u late %zu",
+				 i, r->size, r->hw, r->drv, rx_avail(r),
+				 r->faulted ? " faulted" : "",
+				 (r->opt0 & RING_FLAG_E2E) ? " e2e" : "",
+				 r->held_count, late_count(r));
+			if (r->opt0 & RING_FLAG_E2E)
+				dump_add(buf, size, &at,
+					 " granted %u used %u hop %d",
+					 r->credits_granted, r->credits_used,
+					 router_in_hop_for_ring(n, i));
+			dump_add(buf, size, &at, "\n");
+		}
+	}
+	return at;
+}
+
 /* ------------------------------------------------------------------ */
 /* fault hooks                                                          */
 

@@ -172,6 +172,11 @@ void nhi_reset(struct nhi *n);
 
 void nhi_set_trace(struct nhi *n, bool on);
 const struct nhi_stats *nhi_get_stats(const struct nhi *n);
+/* The rings' run-time state as text, one line per enabled ring after one
+ * line of interrupt state (indices, E2E credits, held frames, late
+ * completions): evidence for a stalled path. Returns the length written
+ * (truncated to SIZE - 1). */
+size_t nhi_rings_describe(const struct nhi *n, char *buf, size_t size);
 
 /* Fault hooks. Returns 0, or -1 for a bad ring or kind. */
 int nhi_fault_set(struct nhi *n, enum nhi_fault_kind kind, unsigned int ring,

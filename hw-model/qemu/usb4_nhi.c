@@ -16,6 +16,8 @@
  *                     running device: qom-set <path> fault "drop-irq rx=1
  *                     nth=3" (see docs/profiles.md, "Fault hooks")
  *   stats             (read-only) the core's counters, "key=value ..."
+ *   rings             (read-only) the rings' run-time state, a line each
+ *                     (indices, E2E credits, held frames; nhi_rings_describe)
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -338,10 +340,24 @@ static char *nhi_q_get_stats(Object *obj, Error **errp)
         st->rx_overflow, st->credit_syncs, st->credit_syncs_rcvd);
 }
 
+static char *nhi_q_get_rings(Object *obj, Error **errp)
+{
+    USB4NHIState *s = USB4_NHI(obj);
+    char *buf;
+
+    if (!s->core) {
+        return g_strdup("");
+    }
+    buf = g_malloc(16384);
+    nhi_rings_describe(s->core, buf, 16384);
+    return buf;
+}
+
 static void usb4_nhi_instance_init(Object *obj)
 {
     object_property_add_str(obj, "fault", nhi_q_get_fault, nhi_q_set_fault);
     object_property_add_str(obj, "stats", nhi_q_get_stats, NULL);
+    object_property_add_str(obj, "rings", nhi_q_get_rings, NULL);
 }
 
 /* ---- PCI ---- */

@@ -332,6 +332,36 @@ START_TEST(e2e_sender_stops_and_resumes)
 }
 END_TEST
 
+/* nhi_rings_describe: the evidence a stalled path leaves */
+START_TEST(rings_describe_shows_stall_and_credits)
+{
+	struct odl_link_credit c = { .hopid = 8, .credits = 1 };
+	char buf[2048], small[40];
+
+	h_path_tx(1, 8);
+	h_tx_start(1, TXD, 16, 0);
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	post_tx(1, 0, 64, 1);
+	post_tx(1, 1, 64, 2);
+	h_rx_start(2, RXD, 8, 0, F_E2E | 1u << 12, FRAME_MASKS);
+	post_rx(2, 0);
+	post_rx(2, 1);
+	h_path_rx(9, 2);
+	nhi_rings_describe(H.n, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "irq enable ") == buf, "%s", buf);
+	/* one frame went on the one credit; the second waits */
+	ck_assert_msg(strstr(buf, "tx 1: size 16 hw 1 drv 2 stalled late 0 hop 8 credits 0 e2e\n"),
+		      "%s", buf);
+	ck_assert_msg(strstr(buf, "rx 2: size 8 hw 0 drv 2 avail 2 e2e held 0 late 0 granted 2 used 0 hop 9\n"),
+		      "%s", buf);
+	ck_assert_ptr_null(strstr(buf, "tx 2:"));
+	/* truncated, still terminated */
+	ck_assert_uint_eq(nhi_rings_describe(H.n, small, sizeof(small)), sizeof(small) - 1);
+	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
+	ck_assert_uint_eq(nhi_rings_describe(H.n, small, 0), 0);
+}
+END_TEST
+
 START_TEST(no_credit_messages_means_unlimited)
 {
 	/* a peer that never sends credits (E2E off) is not throttled */
@@ -542,6 +572,7 @@ Suite *suite_data(void)
 	tcase_add_test(tc, e2e_ring_after_path);
 	tcase_add_test(tc, e2e_sender_stops_and_resumes);
 	tcase_add_test(tc, no_credit_messages_means_unlimited);
+	tcase_add_test(tc, rings_describe_shows_stall_and_credits);
 	tcase_add_test(tc, e2e_held_frames_drained_in_order);
 	suite_add_tcase(s, tc);
 	return s;
