@@ -711,6 +711,7 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	st.e2e_fallbacks = snap.e2e_fallbacks;
 	st.sw_credit_stalls = snap.sw_credit_stalls;
 	st.urgent_ahead = snap.urgent_ahead;
+	st.no_port = snap.no_port;
 	ret = odl_copy_out(arg, &st, sizeof(st), usize);
 	if (ret || !reset)
 		return ret;

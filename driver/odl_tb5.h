@@ -151,6 +151,7 @@ struct odl_stats {
 	u64 credit_frames;	/* software credit frames sent */
 	u64 link_changes;	/* link speed/width changed while bound */
 	u64 urgent_ahead;	/* urgent SENDs queued ahead of others */
+	u64 no_port;		/* messages for a port nobody had bound */
 };
 
 /* odl_dev.flow: how the data path is flow controlled right now */

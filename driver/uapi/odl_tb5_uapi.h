@@ -60,7 +60,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	5
+#define ODL_TB5_ABI_MINOR	6
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -309,7 +309,7 @@ struct odl_tb5_stats {
 	__u64 seq_errors;		/* frame sequence gaps */
 	__u64 len_errors;		/* bad length/offset/header */
 	__u64 desc_errors;		/* RX descriptor CRC/overrun flags */
-	__u64 drops;			/* messages with nowhere to go */
+	__u64 drops;			/* messages lost for want of room */
 	__u64 credit_stalls;		/* TX found the ring full */
 	__u64 link_resets;		/* logins after the first, logouts */
 	__u64 logins;
@@ -319,7 +319,9 @@ struct odl_tb5_stats {
 	__u64 e2e_fallbacks;		/* 1.2: E2E given up for SW credits */
 	__u64 sw_credit_stalls;		/* 1.2: TX waited for a SW credit */
 	__u64 urgent_ahead;		/* 1.5: urgent SENDs queued ahead */
-	__u64 reserved[1];
+	__u64 no_port;			/* 1.6: messages for a port nobody
+					 * had bound (before 1.6: in drops)
+					 */
 };
 
 /* odl_tb5_dmabuf_import.flags */

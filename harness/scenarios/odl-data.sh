@@ -9,10 +9,11 @@
 # holding up the rest, unkeyed ones in between stay in order; from the
 # mmap'd buffers and between pinned user memory (MEM_REG) on both ends.
 # Urgent messages (ABI 1.5) go out ahead of queued ones that have not
-# started, and only with the flag.
+# started, and only with the flag. Messages for a port nobody holds are
+# counted in no_port (ABI 1.6), not in drops.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 11
+tap_plan 12
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -44,6 +45,17 @@ vm a /tmp/odl_xfer send -p 12 -q 13 -n 40 -s 5000 >/dev/null 2>&1
 wait_for "vm b grep -q received /tmp/rx.p11 && vm b grep -q received /tmp/rx.p13" 120
 check "two concurrent opens on separate ports, both verified" \
 	vm b sh -c 'grep -q " 0 bad" /tmp/rx.p11 && grep -q " 0 bad" /tmp/rx.p13'
+# messages for a port nobody holds on b: dropped there, counted in no_port
+# (ABI 1.6), not in drops (which counts messages lost for want of room)
+stat_of() { vm "$1" /tmp/odl_xfer stats | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+np0=$(stat_of b no_port) dr0=$(stat_of b drops)
+out=$(vm a /tmp/odl_xfer post -p 40 -q 250 -n 3 -s 5000,1,70000 2>&1)
+if wait_for "[ \"\$(stat_of b no_port)\" = $((np0 + 3)) ]" 60 >&2 && [ "$(stat_of b drops)" = "$dr0" ]; then
+	ok "a -> b port 250 (nobody bound): 3 messages counted in b's no_port, not in drops" "$out"
+else
+	not_ok "a -> b port 250 (nobody bound): 3 messages counted in b's no_port, not in drops" \
+		"$out" "before: no_port=$np0 drops=$dr0" "after: $(vm b /tmp/odl_xfer stats 2>&1)"
+fi
 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops" b
 odl_check_clean
 tap_done

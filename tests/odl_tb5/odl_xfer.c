@@ -5,6 +5,7 @@
  *   odl_xfer info   [-d DEV]
  *   odl_xfer recv   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
  *   odl_xfer send   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
+ *   odl_xfer post   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
  *   odl_xfer krecv  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer ksend  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer urecv  [-d DEV] -p PORT -q PEERPORT -g GOFILE [-N]
@@ -20,6 +21,8 @@
  * send/recv: message k has size SIZES[k % n] and pseudo-random content
  * derived from (k, size); the receiver checks every byte and answers each
  * message with a 4-byte ack, the sender keeps at most two unacknowledged.
+ * post: one way, no receiver expected (e.g. to a port nobody has bound on
+ * the peer): sends COUNT messages and waits for their SEND completions.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -130,7 +133,7 @@ static int cmd_stats(void)
 	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
 		die("GET_STATS");
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
-	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu\n",
+	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
 	       (unsigned long long)st.tx_frames, (unsigned long long)st.rx_msgs,
 	       (unsigned long long)st.rx_bytes, (unsigned long long)st.rx_frames,
@@ -138,7 +141,8 @@ static int cmd_stats(void)
 	       (unsigned long long)st.desc_errors, (unsigned long long)st.drops,
 	       (unsigned long long)st.credit_stalls,
 	       (unsigned long long)st.link_resets, (unsigned long long)st.logins,
-	       (unsigned long long)st.rx_stalls, (unsigned long long)st.urgent_ahead);
+	       (unsigned long long)st.rx_stalls, (unsigned long long)st.urgent_ahead,
+	       (unsigned long long)st.no_port);
 	close(fd);
 	return 0;
 }
@@ -434,6 +438,32 @@ static int cmd_send(void)
 		}
 	}
 	printf("sent %u messages, all acknowledged\n", sent);
+	return 0;
+}
+
+static int cmd_post(void)
+{
+	uint64_t bufsize = max_size();
+	struct chan c;
+	uint32_t sent, done = 0;
+
+	chan_open(&c, bufsize);
+	for (sent = 0; sent < (uint32_t)count; sent++) {
+		uint64_t len = sizes[sent % nsizes];
+
+		fill(buf_ptr(&c, 0), len, sent);
+		do_send(&c, 0, 0, len, sent);
+		/* one at a time: the TX buffer is reused */
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_SEND || e.cookie != sent || e.status) {
+			fprintf(stderr, "send %u: completion type %u cookie %llu status %d\n",
+				sent, e.type, (unsigned long long)e.cookie, e.status);
+			return 1;
+		}
+		done++;
+	}
+	printf("posted %u messages to port %d, all sent\n", done, peer_port);
 	return 0;
 }
 
@@ -1469,7 +1499,7 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|post|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
@@ -1506,6 +1536,8 @@ int main(int argc, char **argv)
 		return cmd_recv();
 	if (!strcmp(cmd, "send"))
 		return cmd_send();
+	if (!strcmp(cmd, "post"))
+		return cmd_post();
 	if (!strcmp(cmd, "krecv"))
 		return cmd_krecv();
 	if (!strcmp(cmd, "ksend"))
