@@ -672,6 +672,19 @@ void nhi_e2e_update(struct nhi *n, unsigned int ri)
 	hop = router_in_hop_for_ring(n, ri);
 	if (hop < 0)
 		return;
+	if ((int32_t)(r->credits_granted - r->credits_used) < 0) {
+		/* more frames than credits granted since the accounting
+		 * restarted: the sender is not credit-controlled until its
+		 * first grant arrives, and what it sent in that window landed
+		 * here after the restart. It has spent everything it holds
+		 * now; counting on would wrap and never grant again (the
+		 * path would stall for good), so write the excess off. */
+		n->st.credits_unfunded += r->credits_used - r->credits_granted;
+		nhi_log(n, NHI_LOG_TRACE,
+			"E2E: RX ring %u got %u frames beyond its grants (HopID %d)",
+			ri, r->credits_used - r->credits_granted, hop);
+		r->credits_granted = r->credits_used;
+	}
 	outstanding = r->credits_granted - r->credits_used;
 	avail = rx_avail(r);
 	if (avail <= outstanding)

@@ -123,6 +123,9 @@ struct nhi_stats {
 	uint64_t e2e_held, credits_sent, credits_rcvd;
 	uint64_t credit_syncs;        /* E2E credit syncs sent (0-credit grant) */
 	uint64_t credit_syncs_rcvd;   /* ... and received: TX credits voided */
+	uint64_t credits_unfunded;    /* E2E frames received beyond the credits
+				       * granted (sent before the sender's first
+				       * grant reached it); written off */
 	/* quirks and faults: how often each fired */
 	uint64_t irq_dropped;         /* completion interrupts dropped (fault) */
 	uint64_t compl_delayed;       /* completions held back (fault, low power) */

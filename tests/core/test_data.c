@@ -332,6 +332,41 @@ START_TEST(e2e_sender_stops_and_resumes)
 }
 END_TEST
 
+/*
+ * A sender is not credit-controlled until its first grant arrives; a frame
+ * it sent in that window and that landed after the receiver's accounting
+ * restarted was never granted. Once the sender has spent the grant too,
+ * the receiver has seen more frames than it granted: it must write the
+ * excess off and grant on (an unsigned "outstanding" wrapped and stopped
+ * the path for good: thunderbolt-net stalled beside odl_tb5 now and then).
+ */
+START_TEST(e2e_frames_beyond_grants_written_off)
+{
+	uint8_t pl[32] = { 0 };
+
+	h_rx_start(1, RXD, 8, 0, 0, FRAME_MASKS);
+	h_wr(R_RXOPT(1), F_ENABLE | F_E2E | 1u << 12);
+	for (unsigned int i = 0; i < 4; i++)
+		post_rx(1, i);
+	h_path_rx(8, 1);
+	ck_assert_uint_eq(window_for(8), 4);
+	/* the unfunded frame, then four on the grant: the fifth waits */
+	for (unsigned int i = 0; i < 5; i++)
+		send_data(8, 1, 2, pl, 32);
+	ck_assert_uint_eq(st()->e2e_held, 1);
+	ck_assert_uint_eq(st()->credits_unfunded, 0);
+	/* the driver posts three buffers: the held frame takes one, the
+	 * other two are granted */
+	h_clear_records();
+	for (unsigned int i = 4; i < 7; i++)
+		post_rx(1, i);
+	ck_assert_uint_eq(st()->rx_frames, 5);
+	ck_assert_uint_eq(st()->credits_unfunded, 1);
+	ck_assert_uint_eq(credits_for(8), 2);
+	ck_assert_uint_eq(st()->credit_syncs, 1);
+}
+END_TEST
+
 /* nhi_rings_describe: the evidence a stalled path leaves */
 START_TEST(rings_describe_shows_stall_and_credits)
 {
@@ -573,6 +608,7 @@ Suite *suite_data(void)
 	tcase_add_test(tc, e2e_sender_stops_and_resumes);
 	tcase_add_test(tc, no_credit_messages_means_unlimited);
 	tcase_add_test(tc, rings_describe_shows_stall_and_credits);
+	tcase_add_test(tc, e2e_frames_beyond_grants_written_off);
 	tcase_add_test(tc, e2e_held_frames_drained_in_order);
 	suite_add_tcase(s, tc);
 	return s;
