@@ -29,6 +29,11 @@
 # handles, barriers) is TCP over a virtio-net link between the guests
 # (198.51.100.0/24, `vmpair up --virtio-net`), independent of the cable.
 #
+# Every run bounds each non-blocking plugin call at 2 s (--call-bound; the
+# host default of 0.25 s is wall-clock time a loaded 2-core machine can
+# take from a TCG vCPU in the middle of a call: four ranks at once once
+# failed a test() at 0.341 s).
+#
 # Needs `make driver rccl`. NET_PLUGIN_API=7..12 picks the table (default:
 # newest, v12); NET_PLUGIN_MAX=BYTES caps the sizes (default 64 MiB).
 . "$(dirname "$0")/common.sh"
@@ -164,7 +169,7 @@ fi
 # zero copy, slices pipelined both ways), short, out of place, in place, and
 # with a reducer thread beside the thread driving the plugin
 bench_run() {
-	ranks nb.out "$1" 300 "--bench 16777216 --slice 1048576 --iters 2 --deadline 120 ${3:-}"
+	ranks nb.out "$1" 300 "--bench 16777216 --slice 1048576 --iters 2 --deadline 120 --call-bound 2 ${3:-}"
 	if printf '%s\n' "$outa" "$outb" | grep -c '^netconf-exit=0$' | grep -qx 2 &&
 		[ "$(printf '%s\n' "$outa" "$outb" | grep -cE '^ok [0-9]+ - rank[01]: all-reduce benchmark, every iteration verified')" = 2 ]; then
 		ok "all-reduce benchmark path $2 across the VMs, every iteration verified" \
@@ -188,7 +193,7 @@ fi
 
 # two ranks per machine: P = a:78 <-> b:79, Q = a:79 <-> b:78
 mr() { # VM OUT ENV ARGS
-	netconf_start "$1" "$2" "NETCONF_DEV=0 $3" "$4 --shared --max-size 16777216 --deadline 120"
+	netconf_start "$1" "$2" "NETCONF_DEV=0 $3" "$4 --shared --max-size 16777216 --deadline 120 --call-bound 2"
 }
 t0=$SECONDS
 mr a mp.out "NETCONF_EXPECT_PORT=78" "--rank 0 --oob-listen 29520"
