@@ -179,6 +179,9 @@ evidence() {
 		fi
 	done
 	diag "-- cable status:" "$("$VMPAIR" cable status 2>&1)"
+	for d in "${VMPAIR_STATE:-/nonexistent}"/cable[1-9]; do
+		[ -d "$d" ] && diag "-- ${d##*/} status:" "$("$VMPAIR" cable --link "${d##*/cable}" status 2>&1)"
+	done
 	diag "-- cable log and trace tail:" "$("$VMPAIR" logs cable -n "$lines" 2>&1)"
 	diag "---- end of evidence ----"
 }
