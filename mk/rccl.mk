@@ -151,6 +151,7 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 \
 	  $(RCCL_NETCONF) --fail stop --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --pairs 3 --quick --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --quick --timeout $(RCCL_TIMEOUT)
 	@out=$$(NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PORT=90 ODL_TB5_RCCL_DEBUG=1 \
 	  $(RCCL_NETCONF) --pairs 2 --quick --timeout 120 2>&1); rc=$$?; \
 	 if [ $$rc -eq 0 ] || ! printf '%s\n' "$$out" | grep -q 'port 90 (ODL_TB5_RCCL_PORT) is held by another process'; then \
@@ -169,6 +170,7 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	$(RCCL_ASAN_RUN) --fail kill
 	ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 $(RCCL_ASAN_RUN) --fail stop
 	$(RCCL_ASAN_RUN) --pairs 2 --quick
+	$(RCCL_ASAN_RUN) --rails 2 --quick
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread

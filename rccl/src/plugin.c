@@ -492,6 +492,10 @@ static bool g_inited;
 static uint64_t g_instance;
 static pid_t g_init_pid; /* the process that ran init */
 static uint32_t g_port; /* ODL_TB5_RCCL_PORT, 0: the first free one */
+/* the port each device index had in this process's previous init: a process
+ * that finalizes and initialises again asks for it first, so that it keeps
+ * its port and never takes one a neighbour process is about to ask for */
+static uint32_t g_prev_port[MAX_DEVS];
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
 /* ODL_TB5_RCCL_DMABUF=1: ptrSupport advertises NCCL_PTR_DMABUF */
 static bool g_dmabuf_adv;
@@ -1425,6 +1429,8 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		return rc;
 	}
 	d->port = o.port;
+	if (d->index >= 0 && d->index < MAX_DEVS)
+		g_prev_port[d->index] = o.port;
 	rc = odl_tb5_info(d->h, &d->info);
 	if (rc < 0)
 		goto fail;
@@ -1746,6 +1752,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 			struct odlp_dev *d = &g_devs[g_ndev];
 			memset(d, 0, sizeof(*d));
 			d->index = g_ndev;
+			d->port = g_prev_port[g_ndev];
 			if (dev_open(d, t) == 0)
 				g_ndev++;
 		}
@@ -1764,6 +1771,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 			snprintf(spec, sizeof(spec), "%d", infos[i].index);
 			memset(d, 0, sizeof(*d));
 			d->index = g_ndev;
+			d->port = g_prev_port[g_ndev];
 			if (dev_open(d, spec) == 0)
 				g_ndev++;
 		}
@@ -1914,9 +1922,44 @@ static bool valid_comm(void *p, enum comm_kind k)
 	return c && c->magic == COMM_MAGIC && c->kind == k;
 }
 
+/*
+ * Several cables to one peer machine (one controller per cable on each
+ * side) are several devices, and the two machines number them in the order
+ * their links came up: device 0 here need not be the cable to the peer's
+ * device 0. A connect goes over the device that reaches the controller the
+ * listener is on (its UUID is in the handle), whichever device it was asked
+ * for; d itself when d reaches it, or when no device does (the caller
+ * refuses the handle) or d's peer is not known yet.
+ */
+static struct odlp_dev *route_dev(struct odlp_dev *d, const uint8_t *listener_uuid)
+{
+	static const uint8_t zero[16];
+	bool here;
+
+	pthread_mutex_lock(&d->mu);
+	here = memcmp(d->info.peer_uuid, zero, 16) == 0 ||
+	       memcmp(d->info.peer_uuid, listener_uuid, 16) == 0;
+	pthread_mutex_unlock(&d->mu);
+	if (here)
+		return d;
+	for (int i = 0; i < g_ndev; i++) {
+		struct odlp_dev *e = &g_devs[i];
+		bool match;
+
+		if (e == d)
+			continue;
+		pthread_mutex_lock(&e->mu);
+		match = memcmp(e->info.peer_uuid, listener_uuid, 16) == 0;
+		pthread_mutex_unlock(&e->mu);
+		if (match)
+			return e;
+	}
+	return d;
+}
+
 static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 {
-	struct odlp_dev *d = get_dev(dev);
+	struct odlp_dev *d = get_dev(dev), *asked = d;
 	struct odl_handle *hd = handle;
 	struct odlp_comm *c = NULL;
 	ncclResult_t res = ncclSuccess;
@@ -1935,6 +1978,7 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 		WARN("connect: self-connection within one process is not supported");
 		return fail(ncclInvalidUsage);
 	}
+	d = route_dev(d, hd->listener_uuid);
 	if (__atomic_load_n(&d->dead, __ATOMIC_ACQUIRE) && hd->stage_cookie != g_instance)
 		dev_revive(d);
 	pthread_mutex_lock(&d->mu);
@@ -1950,7 +1994,7 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 			odl_tb5_info(d->h, &d->info); /* peer may have attached since */
 		if (memcmp(d->info.peer_uuid, zero, 16) != 0 &&
 		    memcmp(d->info.peer_uuid, hd->listener_uuid, 16) != 0) {
-			WARN("connect: handle is from a peer not reached by device %d", dev);
+			WARN("connect: handle is from a peer that no device reaches (asked for device %d)", dev);
 			res = fail(ncclInvalidUsage);
 			goto out;
 		}
@@ -1969,6 +2013,9 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 			res = fail(ncclSystemError);
 			goto out;
 		}
+		if (d != asked)
+			INFO("connect on device %d (%s): the listener is on the cable of device %d (%s); connecting there",
+			     dev, asked->name, d->index, d->name);
 		c->state = S_PENDING;
 		c->peer_port = hd->port;
 		c->handle_cookie = hd->listen_nonce;

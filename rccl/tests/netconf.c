@@ -41,6 +41,12 @@
  *                                        after the other: pair k's processes
  *                                        must get port 78 + k (the plugin's
  *                                        first free port); implies --shared
+ *   netconf --rails N [opts]             several cables to one peer: N devices
+ *   netconf --rank R ... --rails N       (spawn mode: N shm devices, rank 1's
+ *                                        listed in reverse order), an
+ *                                        all-reduce divided between them, rank
+ *                                        1's device numbers as they are, then
+ *                                        shifted (see t_rails)
  *   netconf --rank R ... --shared        the device is shared with other rank
  *                                        pairs: bad calls, handshakes, the port
  *                                        check (shm), sizes, grouped receives,
@@ -134,7 +140,12 @@ static void say(const char *fmt, ...)
 		if (!(cond))                  \
 			FAILF(__VA_ARGS__);   \
 	} while (0)
-#define OKR(r, what) CHECK((r) == ncclSuccess, "%s returned %d", what, (int)(r))
+/* r is evaluated once: it is often the call itself */
+#define OKR(r, what)                                                       \
+	do {                                                               \
+		ncclResult_t okr_ = (r);                                   \
+		CHECK(okr_ == ncclSuccess, "%s returned %d", what, (int)okr_); \
+	} while (0)
 
 static int g_pass_as_comment; /* spawn mode: rank 1's passes are comments */
 static void pass(const char *name)
@@ -1703,6 +1714,47 @@ static void ring_step(struct ring *g, const char *sp, size_t sn, char *rp, size_
 	}
 }
 
+/* ring all-reduce (sum) of count floats at x = reduce-scatter + all-gather
+ * over nranks chunks; tmp: count floats of scratch */
+static void ring_allreduce(struct ring *g, float *x, float *tmp, size_t count, size_t slice)
+{
+	size_t chunk = (count + (size_t)g->nranks - 1) / (size_t)g->nranks;
+#define CHUNK_START(c) ((size_t)(c) * chunk < count ? (size_t)(c) * chunk : count)
+#define CHUNK_LEN(c) (CHUNK_START((c) + 1) - CHUNK_START(c))
+	for (int step = 0; step < g->nranks - 1; step++) {
+		int sc = (g->rank - step + g->nranks) % g->nranks;
+		int rc = (g->rank - step - 1 + 2 * g->nranks) % g->nranks;
+		ring_step(g, (char *)(x + CHUNK_START(sc)), CHUNK_LEN(sc) * sizeof(float),
+			  (char *)(tmp + CHUNK_START(rc)), CHUNK_LEN(rc) * sizeof(float), slice);
+		for (size_t i = CHUNK_START(rc); i < CHUNK_START(rc) + CHUNK_LEN(rc); i++)
+			x[i] += tmp[i];
+	}
+	for (int step = 0; step < g->nranks - 1; step++) {
+		int sc = (g->rank + 1 - step + g->nranks) % g->nranks;
+		int rc = (g->rank - step + g->nranks) % g->nranks;
+		ring_step(g, (char *)(x + CHUNK_START(sc)), CHUNK_LEN(sc) * sizeof(float),
+			  (char *)(x + CHUNK_START(rc)), CHUNK_LEN(rc) * sizeof(float), slice);
+	}
+#undef CHUNK_START
+#undef CHUNK_LEN
+}
+
+/* every rank's input element i of the all-reduce tests, and their sum */
+static float ar_input(int rank, size_t i)
+{
+	return (float)((rank + 1) * (int)(i % 1000)) * 0.5f;
+}
+
+static void ar_verify(const float *x, size_t count, int nranks)
+{
+	for (size_t i = 0; i < count; i++) {
+		float want = 0;
+		for (int r = 0; r < nranks; r++)
+			want += ar_input(r, i);
+		CHECK(x[i] == want, "all-reduce element %zu = %f want %f", i, x[i], want);
+	}
+}
+
 static void t_collectives(void)
 {
 	struct ring g;
@@ -1716,36 +1768,14 @@ static void t_collectives(void)
 	area_init(&g.ra, g.r, 8 * slice);
 	barrier();
 
-	/* ring all-reduce (sum) = reduce-scatter + all-gather over nranks chunks */
 	float *x = malloc(count * sizeof(float)), *tmp = malloc(count * sizeof(float));
 	CHECK(x && tmp, "oom");
 	for (size_t i = 0; i < count; i++)
-		x[i] = (float)((g_rank + 1) * (int)(i % 1000)) * 0.5f;
-	size_t chunk = (count + (size_t)g.nranks - 1) / (size_t)g.nranks;
-#define CHUNK_START(c) ((size_t)(c) * chunk < count ? (size_t)(c) * chunk : count)
-#define CHUNK_LEN(c) (CHUNK_START((c) + 1) - CHUNK_START(c))
+		x[i] = ar_input(g_rank, i);
 	double t0 = now_s();
-	for (int step = 0; step < g.nranks - 1; step++) {
-		int sc = (g.rank - step + g.nranks) % g.nranks;
-		int rc = (g.rank - step - 1 + 2 * g.nranks) % g.nranks;
-		ring_step(&g, (char *)(x + CHUNK_START(sc)), CHUNK_LEN(sc) * sizeof(float),
-			  (char *)(tmp + CHUNK_START(rc)), CHUNK_LEN(rc) * sizeof(float), slice);
-		for (size_t i = CHUNK_START(rc); i < CHUNK_START(rc) + CHUNK_LEN(rc); i++)
-			x[i] += tmp[i];
-	}
-	for (int step = 0; step < g.nranks - 1; step++) {
-		int sc = (g.rank + 1 - step + g.nranks) % g.nranks;
-		int rc = (g.rank - step + g.nranks) % g.nranks;
-		ring_step(&g, (char *)(x + CHUNK_START(sc)), CHUNK_LEN(sc) * sizeof(float),
-			  (char *)(x + CHUNK_START(rc)), CHUNK_LEN(rc) * sizeof(float), slice);
-	}
+	ring_allreduce(&g, x, tmp, count, slice);
 	double dt = now_s() - t0;
-	for (size_t i = 0; i < count; i++) {
-		float want = 0;
-		for (int r = 0; r < g.nranks; r++)
-			want += (float)((r + 1) * (int)(i % 1000)) * 0.5f;
-		CHECK(x[i] == want, "all-reduce element %zu = %f want %f", i, x[i], want);
-	}
+	ar_verify(x, count, g.nranks);
 	double bytes = (double)count * sizeof(float);
 	say("# all-reduce %zu floats: %.3f s, busbw %.2f GB/s\n", count, dt,
 	    bytes * 2.0 * (g.nranks - 1) / g.nranks / dt / 1e9);
@@ -1774,6 +1804,98 @@ static void t_collectives(void)
 	free(tmp);
 	free(all);
 	barrier();
+}
+
+/* ---- several cables to one peer (--rails N) ------------------------- */
+
+#define RAILS_MAX 4
+static int g_rails; /* --rails N: N devices, each reaching the peer (a cable each) */
+
+struct rail {
+	struct ring g;
+	float *x, *tmp;
+	size_t count;
+};
+
+static void *rail_main(void *p)
+{
+	struct rail *r = p;
+
+	ring_allreduce(&r->g, r->x, r->tmp, r->count, 256u << 10);
+	return NULL;
+}
+
+/*
+ * NCCL drives one channel per NIC: here one comm pair per device, an
+ * all-reduce divided between them, each part in a thread of its own (the
+ * proxy's progress over several NICs), the whole result verified. Each
+ * machine numbers its devices in the order its links came up, so device c
+ * here need not be the cable to the peer's device c: in the first round
+ * rank 1 uses device c for channel c, in the second device c + 1 (mod N).
+ * With two cables one of the two rounds connects device c to a listener on
+ * the other cable, which the plugin must route over the cable that reaches
+ * it (connect would otherwise refuse the handle).
+ */
+static void t_rails(int ndev)
+{
+	ncclNetProperties_v7_t p[RAILS_MAX];
+	const size_t count = (g_max >= (16u << 20) ? 3u << 20 : 1u << 18) + 29; /* floats */
+
+	CHECK(ndev == g_rails, "--rails %d: the plugin has %d device(s)", g_rails, ndev);
+	for (int d = 0; d < ndev; d++) {
+		OKR(n_props(d, &p[d]), "getProperties");
+		for (int e = 0; e < d; e++) {
+			CHECK(p[e].guid != p[d].guid, "devices %d and %d share GUID %016llx", e, d,
+			      (unsigned long long)p[d].guid);
+			CHECK(!p[e].pciPath || !p[d].pciPath || strcmp(p[e].pciPath, p[d].pciPath),
+			      "devices %d and %d share PCI path %s", e, d, p[d].pciPath);
+		}
+	}
+	pass("rails: a device per cable, GUIDs and PCI paths distinct");
+	float *x = malloc(count * sizeof(float)), *tmp = malloc(count * sizeof(float));
+	CHECK(x && tmp, "oom");
+	for (int round = 0; round < 2; round++) {
+		struct rail r[RAILS_MAX];
+		pthread_t th[RAILS_MAX];
+		size_t per = (count + (size_t)ndev - 1) / (size_t)ndev;
+
+		for (size_t i = 0; i < count; i++)
+			x[i] = ar_input(g_rank, i);
+		for (int c = 0; c < ndev; c++) {
+			g_dev = g_rank == 1 ? (c + round) % ndev : c;
+			r[c].g.nranks = 2;
+			r[c].g.rank = g_rank;
+			setup_pair(&r[c].g.s, &r[c].g.r);
+			area_init(&r[c].g.sa, r[c].g.s, 8 * (256u << 10));
+			area_init(&r[c].g.ra, r[c].g.r, 8 * (256u << 10));
+			r[c].x = x + (size_t)c * per;
+			r[c].tmp = tmp + (size_t)c * per;
+			r[c].count = (size_t)(c + 1) * per <= count ? per : count - (size_t)c * per;
+		}
+		barrier();
+		double t0 = now_s();
+		for (int c = 0; c < ndev; c++)
+			CHECK(!pthread_create(&th[c], NULL, rail_main, &r[c]), "pthread_create");
+		for (int c = 0; c < ndev; c++)
+			pthread_join(th[c], NULL);
+		double dt = now_s() - t0;
+		ar_verify(x, count, 2);
+		say("# rails round %d: all-reduce of %zu floats over %d devices: %.3f s, busbw %.2f GB/s\n",
+		    round, count, ndev, dt, (double)count * sizeof(float) / dt / 1e9);
+		barrier();
+		for (int c = 0; c < ndev; c++) {
+			area_free(&r[c].g.sa, r[c].g.s);
+			area_free(&r[c].g.ra, r[c].g.r);
+			OKR(n_closeSend(r[c].g.s), "closeSend");
+			OKR(n_closeRecv(r[c].g.r), "closeRecv");
+		}
+		barrier();
+	}
+	g_dev = 0;
+	free(x);
+	free(tmp);
+	pass("rails: an all-reduce divided between the devices, a thread each, verified; "
+	     "rank 1's device numbers as they are, then shifted by one");
 }
 
 /* ---- all-reduce benchmark (--bench BYTES) ---------------------------- */
@@ -2967,20 +3089,31 @@ static void t_contexts(void)
 	n_finalize_all();
 	CHECK(task_count() == up, "threads %d -> %d with a listen comm open", up, task_count());
 	OKR(n_closeListen(keep), "closeListen after the last finalize");
+	/*
+	 * The barriers around each init: on shm the peer process is the link,
+	 * so a peer closing its device while this one sets its own up fails
+	 * that init ("peer disconnected"), as a cable pulled during init
+	 * would. Both ranks close before either opens again, and both are
+	 * open before either closes.
+	 */
+	barrier();
 	/* a new communicator, finalized with nothing open: devices closed,
 	 * progress threads stopped */
 	OKR(n_init(logger), "init after the last finalize");
+	barrier();
 	n_finalize_all();
 	CHECK(task_count() == g_tasks0, "%d threads after the last finalize (%d before init)",
 	      task_count(), g_tasks0);
 	CHECK(n_devices(&n) != ncclSuccess, "devices() answered after the last finalize");
 	/* and the next init opens them again */
+	barrier();
 	OKR(n_init(logger), "init after the devices were closed");
 	OKR(n_devices(&n), "devices after init");
 	up = task_count();
 	CHECK(n >= 1 && up > g_tasks0, "init again: %d devices, %d threads", n, up);
 	OKR(n_listen(g_dev, h, &l), "listen after init again");
 	OKR(n_closeListen(l), "closeListen");
+	barrier();
 	n_finalize_all();
 	CHECK(task_count() == g_tasks0, "%d threads after the last finalize (%d before init)",
 	      task_count(), g_tasks0);
@@ -3017,6 +3150,13 @@ static void run_rank(int want_api)
 	if (g_bench_bytes) {
 		barrier();
 		bench_allreduce();
+		barrier();
+		n_finalize_all();
+		return;
+	}
+	if (g_rails) {
+		barrier();
+		t_rails(ndev);
 		barrier();
 		n_finalize_all();
 		return;
@@ -3205,6 +3345,8 @@ int main(int argc, char **argv)
 			loadonly = 1;
 		else if (!strcmp(a, "--shared"))
 			g_shared = 1;
+		else if (!strcmp(a, "--rails") && v && atoi(v) >= 2 && atoi(v) <= RAILS_MAX)
+			g_rails = atoi(v), i++;
 		else if (!strcmp(a, "--pairs") && v && atoi(v) >= 1 && atoi(v) <= PAIRS_MAX)
 			g_pairs = atoi(v), g_shared = g_pairs > 1, i++;
 		else {
@@ -3239,8 +3381,12 @@ int main(int argc, char **argv)
 	int status[2 * PAIRS_MAX], left = 2 * g_pairs;
 	const char *fixed_port = getenv("ODL_TB5_RCCL_PORT");
 
-	if (g_pairs > 1 && (g_fail || g_bench_bytes || g_dmabuf || no_shm)) {
+	if (g_pairs > 1 && (g_fail || g_bench_bytes || g_dmabuf || no_shm || g_rails)) {
 		fprintf(stderr, "--pairs runs the shared-device sequence over shm only\n");
+		return 2;
+	}
+	if (g_rails && (g_fail || g_bench_bytes || no_shm)) {
+		fprintf(stderr, "--rails in spawn mode: N shm devices, nothing else\n");
 		return 2;
 	}
 	snprintf(shm, sizeof(shm), "netconf%d", (int)getpid());
@@ -3258,7 +3404,18 @@ int main(int argc, char **argv)
 				close(sv[1 - r]);
 				close(ready[0]);
 				g_ready_fd = ready[1];
-				if (!no_shm) {
+				if (g_rails) {
+					/* N shm devices, rank 1's listed the other way
+					 * round: its device c reaches rank 0's N-1-c */
+					char list[RAILS_MAX * 80] = "";
+					for (int c = 0; c < g_rails; c++) {
+						int e = r == 0 ? c : g_rails - 1 - c;
+						snprintf(spec, sizeof(spec), "%sshm:%sr%d:%c", c ? "," : "",
+							 shm, e, r == 0 ? 'a' : 'b');
+						strcat(list, spec);
+					}
+					setenv("ODL_TB5_RCCL_DEVICES", list, 1);
+				} else if (!no_shm) {
 					snprintf(spec, sizeof(spec), "shm:%s:%c", shm, r == 0 ? 'a' : 'b');
 					setenv("ODL_TB5_DEVICE", spec, 1);
 				}

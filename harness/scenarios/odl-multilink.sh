@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# odl-multilink: two cables between the machines (vmpair up --links 2), each
+# host with one controller per cable, as on machines with two USB4 host
+# routers (AMD Strix Halo, two-controller Intel systems) cabled twice to one
+# peer. Stock thunderbolt runs a domain per controller and finds the peer on
+# each; odl_tb5 gives a device per link. The devices are told apart by the
+# peer controller's UUID, not by their numbers (those follow login order).
+# Both links carry verified data at the same time; pulling one cable in the
+# middle of a transfer fails only that link's transfer while the other
+# link's runs on verified; after the replug the link's device comes back
+# with its old number and carries data again. Last, the net plugin over
+# both cables (netconf --rails 2): a device per cable with distinct GUIDs
+# and PCI paths, an all-reduce divided between the two, and a connect
+# asked of the device on the other cable goes over the cable that reaches
+# the listener (the out-of-band channel is virtio-net, as in net-plugin).
+. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/odl-lib.sh"
+NETCONF=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}/netconf.static
+tap_plan 18
+tap_timeout 1800
+TAP_EXEC_TIMEOUT=900
+odl_need_build
+[ -x "$NETCONF" ] || bail_out "build/rccl/netconf.static missing: run 'make rccl'"
+pair_up --links 2 --virtio-net
+
+# uuid V K: the UUID of guest V's controller on cable K (domain K)
+uuid() {
+	vm "$1" cat "/sys/bus/thunderbolt/devices/$2-0/unique_id"
+}
+# dev_for V K: guest V's odl_tb5 device node whose peer is the other
+# guest's controller on cable K
+dev_for() {
+	local w u
+	[ "$1" = a ] && w=b || w=a
+	u=$(uuid $w "$2") || return 1
+	vm "$1" sh -c 'for d in /dev/odl_tb5_*; do
+		/tmp/odl_xfer info -d $d 2>/dev/null | grep -qx "peer_uuid=$0" && { echo $d; exit 0; }
+	done; exit 1' "$u"
+}
+# cable_tx K: bytes a sent into cable K
+cable_tx() {
+	"$VMPAIR" cable --link "$1" status | python3 -c 'import json, sys
+print(json.load(sys.stdin)["ends"]["a"]["tx_bytes"])'
+}
+# bw_start K CLIENT-OPTIONS...: odl_tb5_cli bandwidth test of 1 MiB messages
+# over cable K in the background (server on b, client on a, each picking
+# its device by the peer's UUID); logs /tmp/srvK.log on b, /tmp/cliK.log on a
+bw_start() {
+	local k=$1 ua ub
+	shift
+	ua=$(uuid a "$k") && ub=$(uuid b "$k") || return 1
+	vm b sh -c "rm -f /tmp/srv$k.log; setsid /tmp/odl_tb5_cli --server --device $ua --timeout 60000 > /tmp/srv$k.log 2>&1 < /dev/null &" ||
+		return 1
+	wait_for "vm b grep -q 'waiting for a client' /tmp/srv$k.log" 60 || return 1
+	vm a sh -c "rm -f /tmp/cli$k.log; setsid sh -c 'read t _ < /proc/uptime; echo cli-start=\$t
+		/tmp/odl_tb5_cli --client --device $ub --test bandwidth --size 1M --timeout 60000 $*
+		r=\$?; read t _ < /proc/uptime; echo cli-end=\$t; echo cli-exit=\$r' > /tmp/cli$k.log 2>&1 < /dev/null &"
+}
+# cli_time K start|end: when cable K's client started or ended (a's uptime)
+cli_time() {
+	vm a sed -n "s/^cli-$2=//p" "/tmp/cli$1.log"
+}
+# bw_wait K: wait for both ends of cable K's run; 0 when the client exited 0
+# and the server verified everything
+bw_wait() {
+	wait_for "vm a grep -q cli-exit= /tmp/cli$1.log" 900 2 &&
+		wait_for "! vm b pgrep -f 'odl_tb5_cli --server --device $(uuid a "$1")'" 120 2 &&
+		vm a grep -q '^cli-exit=0$' "/tmp/cli$1.log" &&
+		vm b grep -q 'all data verified' "/tmp/srv$1.log"
+}
+bw_logs() {
+	echo "client (a):"
+	vm a cat "/tmp/cli$1.log" 2>&1
+	echo "server (b):"
+	vm b cat "/tmp/srv$1.log" 2>&1
+}
+
+# both domains must list their XDomain before the driver loads (odl_load)
+for v in a b; do
+	if wait_xdomain $v 120 && wait_for "vm $v test -e /sys/bus/thunderbolt/devices/1-1/unique_id" 120; then
+		ok "$v: a domain per controller, each with the peer as XDomain (0-1, 1-1)"
+	else
+		not_ok "$v: a domain per controller, each with the peer as XDomain (0-1, 1-1)" \
+			"$(vm $v ls /sys/bus/thunderbolt/devices 2>&1)"
+	fi
+done
+for k in 0 1; do
+	is "$(vm a cat /sys/bus/thunderbolt/devices/$k-1/unique_id)" "$(uuid b $k)" \
+		"cable $k: a's XDomain $k-1 is b's controller $k-0"
+done
+for v in a b; do
+	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null && odl_load $v ||
+		bail_out "cannot load odl_tb5 on $v"
+done
+for v in a b; do
+	if wait_for "vm $v sh -c 'test -c /dev/odl_tb5_0 && test -c /dev/odl_tb5_1 &&
+		/tmp/odl_xfer info -d /dev/odl_tb5_0 | grep -q state=connected &&
+		/tmp/odl_xfer info -d /dev/odl_tb5_1 | grep -q state=connected'" 180 &&
+		dev_for $v 0 >/dev/null && dev_for $v 1 >/dev/null && [ "$(dev_for $v 0)" != "$(dev_for $v 1)" ]; then
+		ok "$v: two odl_tb5 devices, both logged in, one per link (by peer UUID)" \
+			"link 0: $(dev_for $v 0), link 1: $(dev_for $v 1)"
+	else
+		not_ok "$v: two odl_tb5 devices, both logged in, one per link (by peer UUID)" \
+			"$(vm $v sh -c 'for d in /dev/odl_tb5_*; do echo $d; /tmp/odl_xfer info -d $d; done' 2>&1)"
+	fi
+done
+dev1_a=$(dev_for a 1)
+
+# both links at once
+tx0=$(cable_tx 0) tx1=$(cable_tx 1)
+bw_start 0 --iterations 64 && bw_start 1 --iterations 64 || bail_out "cannot start the transfers" "$(bw_logs 0)" "$(bw_logs 1)"
+for k in 0 1; do
+	if bw_wait $k; then
+		ok "both links at once: cable $k carried 64 x 1 MiB, verified" "$(vm a grep -A1 '#bytes' /tmp/cli$k.log)"
+	else
+		not_ok "both links at once: cable $k carried 64 x 1 MiB, verified" "$(bw_logs $k)"
+	fi
+done
+d0=$(( $(cable_tx 0) - tx0 )) d1=$(( $(cable_tx 1) - tx1 ))
+check "each cable carried its own 64 MiB (a sent $d0 and $d1 bytes into cables 0 and 1)" \
+	test "$d0" -ge $((64 << 20)) -a "$d1" -ge $((64 << 20))
+
+# pull cable 1 in the middle of a transfer on each link: cable 0's runs for
+# 30 s, cable 1's starts after it and is cut after 6000 frames (~23 MiB)
+bw_start 0 --duration 30 || bail_out "cannot start the transfer" "$(bw_logs 0)"
+"$VMPAIR" cable --link 1 fault unplug-after frames=6000 >/dev/null || bail_out "cable fault command failed"
+bw_start 1 --iterations 100000 || bail_out "cannot start the transfer" "$(bw_logs 1)"
+if wait_for "vm a grep -q cli-exit= /tmp/cli1.log" 600 2 && ! vm a grep -q '^cli-exit=0$' /tmp/cli1.log &&
+	vm a grep -q 'odl_tb5_cli: error' /tmp/cli1.log; then
+	ok "cable 1 pulled: its transfer stopped with an error" "$(vm a grep error /tmp/cli1.log)"
+else
+	not_ok "cable 1 pulled: its transfer stopped with an error" "$(bw_logs 1)" "$("$VMPAIR" cable --link 1 status)"
+fi
+if bw_wait 0 && awk -v s="$(cli_time 0 start)" -v f="$(cli_time 1 end)" -v e="$(cli_time 0 end)" \
+	'BEGIN { exit !(s < f && f < e) }'; then
+	ok "cable 0 went on: 30 s of 1 MiB messages verified across cable 1's pull" "$(vm a grep -A1 '#bytes' /tmp/cli0.log)" \
+		"cable 0's run: $(cli_time 0 start) s to $(cli_time 0 end) s; cable 1's failed at $(cli_time 1 end) s"
+else
+	not_ok "cable 0 went on: 30 s of 1 MiB messages verified across cable 1's pull" "$(bw_logs 0)" \
+		"cable 1's client:" "$(vm a cat /tmp/cli1.log)"
+fi
+wait_for "! vm b pgrep odl_tb5_cli" 120
+"$VMPAIR" cable --link 1 fault clear >/dev/null
+wait_for "! vm a test -e $dev1_a" 60
+"$VMPAIR" cable --link 1 plug >/dev/null
+if wait_for "vm a sh -c '/tmp/odl_xfer info -d $dev1_a | grep -q state=connected'" 180 &&
+	[ "$(dev_for a 1)" = "$dev1_a" ]; then
+	ok "cable 1 replugged: a's device for it is back as $dev1_a and logged in"
+else
+	not_ok "cable 1 replugged: a's device for it is back as $dev1_a and logged in" \
+		"$(vm a sh -c 'for d in /dev/odl_tb5_*; do echo $d; /tmp/odl_xfer info -d $d; done' 2>&1)"
+fi
+wait_for "vm b sh -c '/tmp/odl_xfer info -d $(dev_for b 1) | grep -q state=connected'" 180
+bw_start 1 --iterations 64 || bail_out "cannot start the transfer" "$(bw_logs 1)"
+if bw_wait 1; then
+	ok "after the replug cable 1 carries 64 x 1 MiB again, verified" "$(vm a grep -A1 '#bytes' /tmp/cli1.log)"
+else
+	not_ok "after the replug cable 1 carries 64 x 1 MiB again, verified" "$(bw_logs 1)"
+fi
+
+# the net plugin over both cables
+for v in a b; do
+	[ $v = a ] && ip=198.51.100.1 || ip=198.51.100.2
+	vm $v sh -c "ip link set eth0 up && ip addr add $ip/24 dev eth0" >/dev/null 2>&1
+done
+wait_for "vm a ping -c 1 -W 2 198.51.100.2" 60 || bail_out "no out-of-band path (virtio-net)"
+tx0=$(cable_tx 0) tx1=$(cable_tx 1)
+args="--rails 2 --deadline 120 --call-bound 2"
+netconf_start a rails.out NETCONF_VERBOSE=1 "--rank 0 --oob-listen 29530 $args"
+netconf_start b rails.out NETCONF_VERBOSE=1 "--rank 1 --oob-connect 198.51.100.1:29530 $args"
+if netconf_passed a rails.out 600 'ok [0-9]+ - rank0: rails: an all-reduce divided' &&
+	netconf_passed b rails.out 120 'ok [0-9]+ - rank1: rails: an all-reduce divided'; then
+	ok "net plugin over both cables: a device each, an all-reduce divided between them, verified" \
+		"$(vm a grep -E '^# (dev |rails)' /tmp/rails.out)"
+else
+	not_ok "net plugin over both cables: a device each, an all-reduce divided between them, verified" \
+		"a:" "$(vm a grep -v handle_msg /tmp/rails.out | tail -n 40)" "b:" "$(vm b grep -v handle_msg /tmp/rails.out | tail -n 40)"
+fi
+routed=$( { vm a cat /tmp/rails.out; vm b cat /tmp/rails.out; } | grep -c 'the listener is on the cable of device')
+check "a connect asked of the other cable's device went over the cable that reaches the listener ($routed times)" \
+	test "$routed" -ge 1
+d0=$(( $(cable_tx 0) - tx0 )) d1=$(( $(cable_tx 1) - tx1 ))
+check "the plugin used both cables (a sent $d0 and $d1 bytes into cables 0 and 1)" \
+	test "$d0" -ge $((8 << 20)) -a "$d1" -ge $((8 << 20))
+odl_check_clean
+tap_done
