@@ -8,7 +8,8 @@
 # the library's message size go zero copy: keyed receives straight into the
 # receiver's buffer from the sender's pinned one; the rest, and unregistered
 # buffers, in 256 KiB staged chunks), grouped receives n = 1..8, saturation,
-# truncation, regMrDmaBuf with DMA-bufs of the test exporter (odl_dmabuf_exp.ko:
+# truncation, regMrDmaBuf with DMA-bufs of the test exporter (odl_dmabuf_exp.ko;
+# on 6.12 the kernel's DMA-BUF system heap instead:
 # zero copy through the driver's import, staged through the plugin's mapping,
 # NCCL_PTR_DMABUF advertised), 4 comms from 4 threads, close orders, then a ring all-reduce and
 # an all-gather with verified results. Then the statistics files of both sides
@@ -80,6 +81,12 @@ else
 fi
 
 env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78 ODL_TB5_RCCL_DMABUF=1"
+# on a guest kernel with the kernel's DMA-BUF system heap (6.12) the
+# DMA-bufs come from there, the exporter of real media stacks; on 6.1 from
+# the test exporter
+exporter=odl
+kernel_at_least a 6 12 && exporter=heap
+env="$env NETCONF_DMABUF_EXPORTER=$exporter"
 # ranks OUT PORT LIMIT ARGS: rank 0 on a and rank 1 on b, both in the
 # background, each writing its exit status last to /tmp/OUT; waits up to LIMIT
 # seconds for both and leaves their output in $outa / $outb
@@ -128,7 +135,7 @@ step "isend/irecv sizes 0 B \\.\\. $MAX B" "sizes 0 B .. $MAX B both ways at onc
 step 'grouped receives n = 1..8' "grouped receives n = 1..8 with tags"
 step 'saturation' "saturation to the request limits, NULL requests, all verified"
 step 'receive smaller than send' "truncation fails one message only; iflush; regMr type check"
-step 'regMrDmaBuf: ' "regMrDmaBuf: DMA-buf regions zero copy through the driver's import and staged, NCCL's addresses untouched"
+step 'regMrDmaBuf: ' "regMrDmaBuf ($exporter DMA-bufs): regions zero copy through the driver's import and staged, NCCL's addresses untouched"
 step '4 comm pairs' "4 comm pairs per direction from 4 threads"
 step 'ring all-reduce' "ring all-reduce (sum) across the VMs, verified"
 step 'ring all-gather' "ring all-gather across the VMs, verified"

@@ -85,6 +85,8 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/dma-heap.h>
+#include <linux/udmabuf.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -1355,15 +1357,43 @@ static void t_truncation_flush_reg(void *s, void *r)
 #define ODL_DMABUF_EXP_CREATE _IOWR(0xB6, 0x00, uint64_t)
 static int g_dmabuf;
 
+/*
+ * A DMA-buf of len bytes. NETCONF_DMABUF_EXPORTER: odl (default, the test
+ * exporter odl_dmabuf_exp.ko), udmabuf (the kernel's, from memfd pages) or
+ * heap (the kernel's DMA-BUF system heap).
+ */
 static int dmabuf_new(uint64_t len)
 {
-	int ex = open("/dev/odl_dmabuf_exp", O_RDWR | O_CLOEXEC), fd;
+	const char *x = getenv("NETCONF_DMABUF_EXPORTER");
+	int ex, fd;
 
-	CHECK(ex >= 0, "--dmabuf: /dev/odl_dmabuf_exp: %s (load odl_dmabuf_exp.ko)",
-	      strerror(errno));
-	fd = ioctl(ex, ODL_DMABUF_EXP_CREATE, &len);
-	CHECK(fd >= 0, "--dmabuf: creating a DMA-buf of %llu bytes: %s", (unsigned long long)len,
-	      strerror(errno));
+	if (x && !strcmp(x, "udmabuf")) {
+		struct udmabuf_create uc = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = len };
+		int mfd = memfd_create("netconf", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+
+		CHECK(mfd >= 0 && !ftruncate(mfd, (off_t)len) &&
+			      fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK) == 0,
+		      "--dmabuf: memfd for udmabuf: %s", strerror(errno));
+		ex = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+		CHECK(ex >= 0, "--dmabuf: /dev/udmabuf: %s", strerror(errno));
+		uc.memfd = (uint32_t)mfd;
+		fd = ioctl(ex, UDMABUF_CREATE, &uc);
+		close(mfd);
+	} else if (x && !strcmp(x, "heap")) {
+		struct dma_heap_allocation_data ha = { .len = len, .fd_flags = O_RDWR | O_CLOEXEC };
+
+		ex = open("/dev/dma_heap/system", O_RDWR | O_CLOEXEC);
+		CHECK(ex >= 0, "--dmabuf: /dev/dma_heap/system: %s", strerror(errno));
+		fd = ioctl(ex, DMA_HEAP_IOCTL_ALLOC, &ha) ? -1 : (int)ha.fd;
+	} else {
+		CHECK(!x || !strcmp(x, "odl"), "NETCONF_DMABUF_EXPORTER=%s: odl, udmabuf or heap", x);
+		ex = open("/dev/odl_dmabuf_exp", O_RDWR | O_CLOEXEC);
+		CHECK(ex >= 0, "--dmabuf: /dev/odl_dmabuf_exp: %s (load odl_dmabuf_exp.ko)",
+		      strerror(errno));
+		fd = ioctl(ex, ODL_DMABUF_EXP_CREATE, &len);
+	}
+	CHECK(fd >= 0, "--dmabuf: creating a DMA-buf of %llu bytes (%s): %s", (unsigned long long)len,
+	      x ? x : "odl", strerror(errno));
 	close(ex);
 	return fd;
 }

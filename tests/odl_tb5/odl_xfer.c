@@ -14,6 +14,8 @@
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer fuzz   [-d DEV] [-n SECONDS] [-S SEED]
  *   -D (send/recv): data through a DMA-buf from odl_dmabuf_exp, imported
+ *   -E odl|udmabuf|heap: the DMA-buf exporter of -D: odl_dmabuf_exp, the
+ *      kernel's udmabuf (memfd pages) or its DMA-BUF system heap
  *   -U (send/recv): data in the tool's own (heap, not page-aligned) memory,
  *       pinned with MEM_REG (ABI 1.4)
  *   -N (usend/urecv): without ODL_TB5_F_URGENT (the order then stays FIFO)
@@ -24,6 +26,7 @@
  * post: one way, no receiver expected (e.g. to a port nobody has bound on
  * the peer): sends COUNT messages and waits for their SEND completions.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,6 +40,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/dma-heap.h>
+#include <linux/udmabuf.h>
 
 #include "../../driver/uapi/odl_tb5_uapi.h"
 
@@ -45,6 +50,10 @@ static int port, peer_port, count = 10;
 static uint64_t sizes[64];
 static int nsizes;
 static int use_dmabuf;	/* -D: data through a DMA-buf from odl_dmabuf_exp */
+/* -E: who exports the DMA-bufs of -D: odl (tests/dmabuf_exporter), or the
+ * kernel's own udmabuf (memfd pages) or DMA-BUF system heap
+ */
+static const char *exporter = "odl";
 static int use_memreg;	/* -U: data in our own memory, MEM_REG */
 static uint8_t *dmabuf_base;
 static uint32_t dmabuf_handle;
@@ -155,18 +164,54 @@ struct chan {
 
 #define ODL_DMABUF_EXP_CREATE	_IOWR(0xB6, 0x00, uint64_t)
 
+/* a DMA-buf of len bytes from the -E exporter */
+static int dmabuf_export(uint64_t len)
+{
+	int ex, dfd;
+
+	if (!strcmp(exporter, "udmabuf")) {
+		struct udmabuf_create uc = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = len };
+		int mfd = memfd_create("odl_xfer", MFD_ALLOW_SEALING);
+
+		if (mfd < 0 || ftruncate(mfd, (off_t)len) ||
+		    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
+			die("memfd for udmabuf");
+		ex = open("/dev/udmabuf", O_RDWR);
+		if (ex < 0)
+			die("/dev/udmabuf");
+		uc.memfd = (uint32_t)mfd;
+		dfd = ioctl(ex, UDMABUF_CREATE, &uc);
+		if (dfd < 0)
+			die("UDMABUF_CREATE");
+		close(mfd);
+	} else if (!strcmp(exporter, "heap")) {
+		struct dma_heap_allocation_data ha = { .len = len, .fd_flags = O_RDWR | O_CLOEXEC };
+
+		ex = open("/dev/dma_heap/system", O_RDWR);
+		if (ex < 0)
+			die("/dev/dma_heap/system");
+		if (ioctl(ex, DMA_HEAP_IOCTL_ALLOC, &ha))
+			die("DMA_HEAP_IOCTL_ALLOC");
+		dfd = (int)ha.fd;
+	} else {
+		ex = open("/dev/odl_dmabuf_exp", O_RDWR);
+		if (ex < 0)
+			die("/dev/odl_dmabuf_exp");
+		dfd = ioctl(ex, ODL_DMABUF_EXP_CREATE, &len);
+		if (dfd < 0)
+			die("DMABUF_EXP_CREATE");
+	}
+	close(ex);
+	return dfd;
+}
+
 /* a DMA-buf of 2 * bufsize (two halves = double buffer), imported */
 static void dmabuf_setup(int fd, uint64_t bufsize, uint32_t dir)
 {
 	struct odl_tb5_dmabuf_import im = { .size = sizeof(im), .flags = dir };
 	uint64_t len = 2 * bufsize;
-	int ex = open("/dev/odl_dmabuf_exp", O_RDWR), dfd;
+	int dfd = dmabuf_export(len);
 
-	if (ex < 0)
-		die("/dev/odl_dmabuf_exp");
-	dfd = ioctl(ex, ODL_DMABUF_EXP_CREATE, &len);
-	if (dfd < 0)
-		die("DMABUF_EXP_CREATE");
 	dmabuf_base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0);
 	if (dmabuf_base == MAP_FAILED)
 		die("mmap dmabuf");
@@ -179,7 +224,6 @@ static void dmabuf_setup(int fd, uint64_t bufsize, uint32_t dir)
 	}
 	dmabuf_handle = im.handle;
 	close(dfd);
-	close(ex);
 }
 
 /* -U: 2 * bufsize of heap memory at an odd offset, pinned (MEM_REG);
@@ -1504,8 +1548,15 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((o = getopt(argc, argv, "DNUd:g:p:q:n:s:S:")) != -1) {
+	while ((o = getopt(argc, argv, "DNUE:d:g:p:q:n:s:S:")) != -1) {
 		switch (o) {
+		case 'E':
+			if (strcmp(optarg, "odl") && strcmp(optarg, "udmabuf") && strcmp(optarg, "heap")) {
+				fprintf(stderr, "odl_xfer: -E odl|udmabuf|heap\n");
+				return 2;
+			}
+			exporter = optarg;
+			break;
 		case 'N': no_urgent = 1; break;
 		case 'g': go_file = optarg; break;
 		case 'D': use_dmabuf = 1; break;
