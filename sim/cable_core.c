@@ -260,6 +260,10 @@ static void forward(struct cable_core *c, int from, const uint8_t *msg,
 		f->note = CABLE_NOTE_FAULT_CORRUPT_DELAY;
 	else if (v.corrupted)
 		f->note = CABLE_NOTE_FAULT_CORRUPT;
+	else if (v.tampered && v.delay_ns)
+		f->note = CABLE_NOTE_FAULT_TAMPER_DELAY;
+	else if (v.tampered)
+		f->note = CABLE_NOTE_FAULT_TAMPER;
 	else if (v.delay_ns)
 		f->note = CABLE_NOTE_FAULT_DELAY;
 	start = e->wire_free_at;
@@ -617,8 +621,8 @@ static int kv_num(const char *w, const char *key, unsigned long long max,
 }
 
 #define FAULT_USAGE "usage: fault seed N | list | clear | remove ID | " \
-	"drop|corrupt|delay|withhold-credits [hop=H|any|ctrl] [dir=a2b|b2a|both] " \
-	"[nth=N|every=N|ppm=P] [count=N|all] [bit=K] [us=N] | " \
+	"drop|corrupt|tamper|delay|withhold-credits [hop=H|any|ctrl] [dir=a2b|b2a|both] " \
+	"[nth=N|every=N|ppm=P] [count=N|all] [bit=K|bits=LO-HI] [us=N] | " \
 	"unplug-after frames=N [hop=H] [dir=D] [replug_ms=M] | " \
 	"retrain lanes=1|2 gbps=G [mode=bounce|live] [down_us=N] | retrain off"
 

@@ -45,6 +45,8 @@ void cable_cfg_defaults(struct cable_cfg *cfg);
 #define CABLE_NOTE_FAULT_CORRUPT "FAULT(corrupt)" /* delivered, a bit flipped */
 #define CABLE_NOTE_FAULT_DELAY  "FAULT(delay)"    /* delivered late */
 #define CABLE_NOTE_FAULT_CORRUPT_DELAY "FAULT(corrupt+delay)"
+#define CABLE_NOTE_FAULT_TAMPER "FAULT(tamper)"   /* delivered, a bit flipped, no CRC_ERR */
+#define CABLE_NOTE_FAULT_TAMPER_DELAY "FAULT(tamper+delay)"
 
 struct cable_ops {
 	void *ctx;

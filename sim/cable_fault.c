@@ -92,6 +92,7 @@ const char *cable_fault_kind_name(enum cable_fault_kind k)
 	case CF_WITHHOLD: return "withhold-credits";
 	case CF_DELAY: return "delay";
 	case CF_UNPLUG_AFTER: return "unplug-after";
+	case CF_TAMPER: return "tamper";
 	}
 	return "?";
 }
@@ -135,6 +136,8 @@ static int parse_kind(const char *w, enum cable_fault_kind *k)
 		*k = CF_DROP;
 	else if (!strcmp(w, "corrupt"))
 		*k = CF_CORRUPT;
+	else if (!strcmp(w, "tamper"))
+		*k = CF_TAMPER;
 	else if (!strcmp(w, "withhold-credits") || !strcmp(w, "withhold"))
 		*k = CF_WITHHOLD;
 	else if (!strcmp(w, "delay"))
@@ -161,12 +164,13 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 	if (!w || parse_kind(w, &f->kind))
 		return perr(err, errlen,
 			    "'%s'? expected seed, list, clear, remove, retrain, drop, "
-			    "corrupt, withhold-credits, delay or unplug-after",
+			    "corrupt, tamper, withhold-credits, delay or unplug-after",
 			    w ? w : "");
 	kname = cable_fault_kind_name(f->kind);
 	f->hop = CABLE_FAULT_HOP_ANY;
 	f->dir = CABLE_FAULT_DIR_BOTH;
 	f->bit = -1;
+	f->bit_hi = -1;
 	while ((w = strtok_r(NULL, " \t", &save))) {
 		char *eq = strchr(w, '=');
 		const char *key = w, *val;
@@ -218,10 +222,26 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 				return perr(err, errlen, "%s: bad count '%s'", kname, val);
 			else
 				f->count = v;
-		} else if (!strcmp(key, "bit") && f->kind == CF_CORRUPT) {
+		} else if (!strcmp(key, "bit") &&
+			   (f->kind == CF_CORRUPT || f->kind == CF_TAMPER)) {
 			if (num(val, 0x7fffffff, &v))
-				return perr(err, errlen, "corrupt: bad bit '%s'", val);
+				return perr(err, errlen, "%s: bad bit '%s'", kname, val);
 			f->bit = (int)v;
+			f->bit_hi = -1;
+		} else if (!strcmp(key, "bits") &&
+			   (f->kind == CF_CORRUPT || f->kind == CF_TAMPER)) {
+			char *dash = strchr(val, '-');
+			uint64_t hi;
+
+			if (!dash)
+				return perr(err, errlen, "%s: bits=LO-HI, got '%s'", kname, val);
+			*dash = '\0';
+			if (num(val, 0x7fffffff, &v) || num(dash + 1, 0x7fffffff, &hi) ||
+			    hi < v)
+				return perr(err, errlen, "%s: bad bits '%s-%s' (LO-HI, LO <= HI)",
+					    kname, val, dash + 1);
+			f->bit = (int)v;
+			f->bit_hi = (int)hi;
 		} else if (!strcmp(key, "us") && f->kind == CF_DELAY) {
 			if (num(val, MAX_DELAY_US, &v))
 				return perr(err, errlen, "delay: us must be 0..%llu",
@@ -260,6 +280,11 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 				    "unplug-after: takes frames=, hop=, dir=, replug_ms=");
 		if (f->hop == CABLE_FAULT_HOP_CTRL)
 			return perr(err, errlen, "unplug-after: counts DATA frames; hop=0 not allowed");
+		break;
+	case CF_TAMPER:
+		/* a control packet carries its own CRC, which would catch it */
+		if (f->hop == CABLE_FAULT_HOP_CTRL)
+			return perr(err, errlen, "tamper: acts on DATA frames; hop=0 not allowed");
 		break;
 	case CF_WITHHOLD:
 		break;
@@ -342,6 +367,10 @@ static bool rule_select(struct cable_fault *f, int dir)
 	return hit;
 }
 
+/* corrupt: flip a bit and flag the frame (CRC_ERR); tamper: flip a bit
+ * and leave the frame looking intact, as a peer that sends wrong contents
+ * (or an error the link's CRC missed) would
+ */
 static void corrupt(struct cable_fault *f, int dir, uint16_t type,
 		    uint8_t *body, size_t blen)
 {
@@ -352,14 +381,19 @@ static void corrupt(struct cable_fault *f, int dir, uint16_t type,
 	if (type == ODL_LINK_DATA) {
 		p = body + ODL_DATA_SIZE;
 		plen = blen - ODL_DATA_SIZE;
-		odl_put16(body + 4, odl_get16(body + 4) | ODL_LINK_DATA_CRC_ERR);
+		if (f->kind == CF_CORRUPT)
+			odl_put16(body + 4, odl_get16(body + 4) | ODL_LINK_DATA_CRC_ERR);
 	} else { /* CTRL: the packet after the 4-byte odl_link_ctrl */
 		p = body + ODL_CTRL_SIZE;
 		plen = blen > ODL_CTRL_SIZE ? blen - ODL_CTRL_SIZE : 0;
 	}
 	if (!plen)
 		return;
-	if (f->bit >= 0)
+	if (f->bit >= 0 && f->bit_hi >= 0)
+		bit = ((uint64_t)f->bit +
+		       rng_next(&f->rng[dir]) % ((uint64_t)(f->bit_hi - f->bit) + 1)) %
+		      (8u * plen);
+	else if (f->bit >= 0)
 		bit = (uint64_t)f->bit % (8u * plen);
 	else
 		bit = rng_next(&f->rng[dir]) % (8u * plen);
@@ -399,6 +433,11 @@ void cable_faults_on_wire(struct cable_faults *fs, int dir, uint8_t *msg,
 			fs->tot_corrupted++;
 			corrupt(f, dir, type, body, blen);
 			v->corrupted = true;
+			break;
+		case CF_TAMPER:
+			fs->tot_tampered++;
+			corrupt(f, dir, type, body, blen);
+			v->tampered = true;
 			break;
 		case CF_DELAY:
 			fs->tot_delayed++;
@@ -469,8 +508,10 @@ static void describe(struct odl_sb *s, const struct cable_fault *f)
 		odl_sbf(s, " ppm=%u", f->ppm);
 	if (f->count)
 		odl_sbf(s, " count=%llu", (unsigned long long)f->count);
-	if (f->kind == CF_CORRUPT) {
-		if (f->bit >= 0)
+	if (f->kind == CF_CORRUPT || f->kind == CF_TAMPER) {
+		if (f->bit >= 0 && f->bit_hi >= 0)
+			odl_sbf(s, " bits=%d-%d", f->bit, f->bit_hi);
+		else if (f->bit >= 0)
 			odl_sbf(s, " bit=%d", f->bit);
 		else
 			odl_sbf(s, " bit=random");
@@ -528,10 +569,12 @@ size_t cable_faults_json(const struct cable_faults *fs, char *buf, size_t n)
 	if (n)
 		buf[0] = '\0';
 	odl_sbf(&s, "{\"seed\":%llu,\"dropped\":%llu,\"corrupted\":%llu,"
+		"\"tampered\":%llu,"
 		"\"credits_withheld\":%llu,\"delayed\":%llu,\"unplugs\":%llu,"
 		"\"retrains\":%llu,",
 	    (unsigned long long)fs->seed, (unsigned long long)fs->tot_dropped,
 	    (unsigned long long)fs->tot_corrupted,
+	    (unsigned long long)fs->tot_tampered,
 	    (unsigned long long)fs->tot_withheld,
 	    (unsigned long long)fs->tot_delayed,
 	    (unsigned long long)fs->tot_unplugs,

@@ -3,11 +3,11 @@
  * Deterministic fault injection for the cable (docs/link-protocol.md §6):
  * the rule table, its text syntax, the per-message decisions and the
  * counters. No I/O and no clock: cable_core.c consults it for every
- * message entering the wire (drop, corrupt, delay, withhold credits) and
+ * message entering the wire (drop, corrupt, tamper, delay, withhold credits) and
  * every DATA frame delivered (unplug-after), and acts on the answer.
  *
  * Determinism: a rule counts the messages it matches per direction, and
- * draws random numbers (ppm=, a corrupt bit without bit=) from its own
+ * draws random numbers (ppm=, a corrupt or tamper bit without bit=) from its own
  * xorshift64* stream per direction, derived from the seed, the rule's id
  * and the direction. The decisions for one direction therefore depend only
  * on the sequence of messages in that direction, never on how the two
@@ -31,6 +31,7 @@ enum cable_fault_kind {
 	CF_WITHHOLD,       /* CREDIT messages swallowed */
 	CF_DELAY,          /* extra latency */
 	CF_UNPLUG_AFTER,   /* unplug after N delivered DATA frames */
+	CF_TAMPER,         /* one bit of a DATA frame flipped, no CRC_ERR */
 };
 
 struct cable_fault {
@@ -43,7 +44,8 @@ struct cable_fault {
 	uint64_t every;     /* every Nth matching message (per direction) */
 	uint32_t ppm;       /* each with probability ppm / 1e6 */
 	uint64_t count;     /* stop after this many hits in all; 0 = no limit */
-	int bit;            /* corrupt: bit index in the payload, -1 random */
+	int bit;            /* corrupt/tamper: bit index in the payload, -1 random */
+	int bit_hi;         /* bits=LO-HI: random in bit..bit_hi; else -1 */
 	uint64_t delay_ns;  /* delay */
 	uint64_t frames;    /* unplug-after: delivered DATA frames */
 	uint64_t replug_ns; /* unplug-after: replug after this; 0 = never */
@@ -64,6 +66,7 @@ struct cable_faults {
 	unsigned cap_lanes, cap_gbps;
 	/* cumulative over the cable's life, not reset by "fault clear" */
 	uint64_t tot_dropped, tot_corrupted, tot_withheld, tot_delayed;
+	uint64_t tot_tampered;
 	uint64_t tot_unplugs, tot_retrains;
 };
 
@@ -78,7 +81,7 @@ int cable_faults_remove(struct cable_faults *fs, unsigned id);
 /*
  * Parse "drop hop=8 nth=3" etc. (the words after "fault") into a new rule
  * and add it. Returns the rule, or NULL with a reason in err.
- * Handles drop, corrupt, withhold-credits, delay, unplug-after only.
+ * Handles drop, corrupt, tamper, withhold-credits, delay, unplug-after only.
  */
 struct cable_fault *cable_faults_add(struct cable_faults *fs, const char *args,
 				     char *err, size_t errlen);
@@ -86,7 +89,8 @@ struct cable_fault *cable_faults_add(struct cable_faults *fs, const char *args,
 /* Decision for a message entering the wire from `dir` (0 = from a). */
 struct cable_fault_verdict {
 	bool drop;           /* do not deliver (DROP(fault)) */
-	bool corrupted;      /* msg was modified in place */
+	bool corrupted;      /* msg was modified in place, CRC_ERR set */
+	bool tampered;       /* msg was modified in place, looks intact */
 	uint64_t delay_ns;   /* extra latency, 0 = none */
 };
 

@@ -77,6 +77,7 @@ check 'odl.lane.bonded == 1' 1
 check 'odl.dropped == 1' 5
 check 'odl.cap_flags.drop_fault == 1' 2
 check 'odl.cap_flags.corrupted == 1' 2
+check 'odl.cap_flags.tampered == 1 && odl.note == "FAULT(tamper)" && odl.data.crc_err == 0' 1
 check 'odl.type == 77' 1
 # the selftest capture has the fault-injection events
 s=$("${TS[@]}" -r "$D/selftest.pcapng" -Y 'odl.cap_flags.drop_fault == 1' 2>/dev/null | wc -l)

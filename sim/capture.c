@@ -108,6 +108,10 @@ unsigned odl_cap_flags_from_note(const char *note)
 		return ODL_CAP_F_DELAY;
 	if (!strcmp(note, CABLE_NOTE_FAULT_CORRUPT_DELAY))
 		return ODL_CAP_F_CORRUPT | ODL_CAP_F_DELAY;
+	if (!strcmp(note, CABLE_NOTE_FAULT_TAMPER))
+		return ODL_CAP_F_TAMPER;
+	if (!strcmp(note, CABLE_NOTE_FAULT_TAMPER_DELAY))
+		return ODL_CAP_F_TAMPER | ODL_CAP_F_DELAY;
 	return 0;
 }
 
@@ -126,6 +130,11 @@ const char *odl_cap_note_from_flags(unsigned flags)
 		return CABLE_NOTE_FAULT_CORRUPT_DELAY;
 	if (flags & ODL_CAP_F_CORRUPT)
 		return CABLE_NOTE_FAULT_CORRUPT;
+	if ((flags & (ODL_CAP_F_TAMPER | ODL_CAP_F_DELAY)) ==
+	    (ODL_CAP_F_TAMPER | ODL_CAP_F_DELAY))
+		return CABLE_NOTE_FAULT_TAMPER_DELAY;
+	if (flags & ODL_CAP_F_TAMPER)
+		return CABLE_NOTE_FAULT_TAMPER;
 	if (flags & ODL_CAP_F_DELAY)
 		return CABLE_NOTE_FAULT_DELAY;
 	return NULL;

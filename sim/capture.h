@@ -26,6 +26,7 @@
 #define ODL_CAP_F_DROP_FAULT  0x8u /* dropped by fault injection */
 #define ODL_CAP_F_CORRUPT     0x10u /* delivered, corrupted by fault injection */
 #define ODL_CAP_F_DELAY       0x20u /* delivered, delayed by fault injection */
+#define ODL_CAP_F_TAMPER      0x40u /* delivered, tampered with (no CRC_ERR) by fault injection */
 
 /* Writer: returns 0 or -1 (errno set). */
 int odl_cap_write_header(FILE *f);

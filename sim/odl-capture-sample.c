@@ -171,6 +171,7 @@ int main(int argc, char **argv)
 	put(ODL_EP_A, ODL_EP_B, ODL_CAP_F_DROP_FLIGHT, m, n);
 	put(ODL_EP_A, ODL_EP_B, ODL_CAP_F_DROP_FAULT, m, n);
 	put(ODL_EP_A, ODL_EP_B, ODL_CAP_F_CORRUPT | ODL_CAP_F_DELAY, m, n);
+	put(ODL_EP_B, ODL_EP_A, ODL_CAP_F_TAMPER, m, n);
 	put(ODL_EP_B, ODL_EP_A, ODL_CAP_F_DROP_FAULT, m, odl_build_credit(m, 8, 4));
 	/* unknown type, header flags, header length != body */
 	odl_hdr_encode(m, 77, 2);

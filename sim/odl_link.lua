@@ -98,7 +98,7 @@ local UUID_TBIP = "c66189ca-1cce-4195-bdb8-49592e5f5a4f"
 
 -- capture flags (byte 2 of the pseudo-header) and their trace notes
 local CF = { DROP_DOWN = 0x1, DROP_FULL = 0x2, DROP_FLIGHT = 0x4,
-	DROP_FAULT = 0x8, CORRUPT = 0x10, DELAY = 0x20 }
+	DROP_FAULT = 0x8, CORRUPT = 0x10, DELAY = 0x20, TAMPER = 0x40 }
 
 local function note_of(flags)
 	if band(flags, CF.DROP_DOWN) ~= 0 then return "DROP(link-down)" end
@@ -108,6 +108,9 @@ local function note_of(flags)
 	local c, d = band(flags, CF.CORRUPT) ~= 0, band(flags, CF.DELAY) ~= 0
 	if c and d then return "FAULT(corrupt+delay)" end
 	if c then return "FAULT(corrupt)" end
+	local t = band(flags, CF.TAMPER) ~= 0
+	if t and d then return "FAULT(tamper+delay)" end
+	if t then return "FAULT(tamper)" end
 	if d then return "FAULT(delay)" end
 	return nil
 end
@@ -128,6 +131,7 @@ F("cf_flight", ProtoField.bool("odl.cap_flags.drop_in_flight", "Dropped: in flig
 F("cf_fault", ProtoField.bool("odl.cap_flags.drop_fault", "Dropped: fault injection", 8, nil, CF.DROP_FAULT))
 F("cf_corrupt", ProtoField.bool("odl.cap_flags.corrupted", "Corrupted by fault injection", 8, nil, CF.CORRUPT))
 F("cf_delay", ProtoField.bool("odl.cap_flags.delayed", "Delayed by fault injection", 8, nil, CF.DELAY))
+F("cf_tamper", ProtoField.bool("odl.cap_flags.tampered", "Tampered with by fault injection (no CRC error)", 8, nil, CF.TAMPER))
 F("dropped", ProtoField.bool("odl.dropped", "Dropped (not delivered)"))
 F("note", ProtoField.string("odl.note", "Note"))
 F("pad", ProtoField.uint8("odl.cap_reserved", "Reserved", base.HEX))
@@ -412,6 +416,7 @@ function odl.dissector(tvb, pinfo, root)
 	ft:add(f.cf_fault, tvb(2, 1))
 	ft:add(f.cf_corrupt, tvb(2, 1))
 	ft:add(f.cf_delay, tvb(2, 1))
+	ft:add(f.cf_tamper, tvb(2, 1))
 	ph:add(f.pad, tvb(3, 1))
 	local note = note_of(cflags)
 	local dropped = band(cflags, 0x0f) ~= 0

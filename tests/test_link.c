@@ -413,7 +413,7 @@ struct rec {
 	size_t backlog[2];
 	int drops;
 	int events;
-	int n_fault_drop, n_corrupt, n_delay, n_flight; /* notes seen */
+	int n_fault_drop, n_corrupt, n_delay, n_flight, n_tamper; /* notes seen */
 };
 
 static struct rec R;
@@ -459,6 +459,8 @@ static void r_event(void *ctx, uint64_t now, int from, int to, const char *note,
 		R.n_flight++;
 	if (note && strstr(note, "corrupt"))
 		R.n_corrupt++;
+	if (note && strstr(note, "tamper"))
+		R.n_tamper++;
 	if (note && strstr(note, "delay"))
 		R.n_delay++;
 }
@@ -1293,6 +1295,87 @@ START_TEST(t_fault_corrupt)
 }
 END_TEST
 
+/* tamper: the bit flips as with corrupt, but the frame arrives looking
+ * intact (no CRC_ERR): what a hostile or broken peer sends
+ */
+START_TEST(t_fault_tamper)
+{
+	char js[16384];
+	int per_bit[8] = { 0 };
+
+	bring_up(0);
+	ck_assert_str_eq(ctl("fault tamper hop=8 nth=2 bit=41", 0),
+			 "ok #1 tamper hop=8 dir=both nth=2 bit=41");
+	ck_assert_str_eq(ctl("fault tamper hop=9 dir=a2b every=1 count=40 bits=64-71", 0),
+			 "ok #2 tamper hop=9 dir=a2b every=1 count=40 bits=64-71");
+	ck_assert_str_eq(ctl("fault corrupt hop=10 nth=1 bits=0x20-0x20", 0),
+			 "ok #3 corrupt hop=10 dir=both nth=1 bits=32-32");
+	ctl_err("fault tamper hop=ctrl");
+	ctl_err("fault tamper hop=0 nth=1");
+	ctl_err("fault tamper bits=9-3");
+	ctl_err("fault tamper bits=5");
+	ctl_err("fault tamper bits=-5");
+	ctl_err("fault drop bits=1-2");
+	ctl_err("fault tamper us=5");
+	for (uint32_t i = 1; i <= 3; i++)
+		send_data(0, 8, i, 10);
+	for (uint32_t i = 0; i < 41; i++)
+		send_data(0, 9, 100 + i, 10);
+	send_data(1, 9, 500, 10); /* b2a: not matched */
+	send_data(0, 10, 7, 10);
+	cable_core_tick(&C, 1000000);
+	ck_assert_uint_eq(next_got(1).flags, 0);
+	{
+		struct got g = next_got(1);
+
+		ck_assert_uint_eq(g.idx, 2);
+		ck_assert_uint_eq(g.flags, 0); /* no CRC_ERR: looks intact */
+		ck_assert_uint_eq(g.payload[5], (uint8_t)((0xa0 + 5) ^ 0x02));
+		ck_assert_int_eq(count_bits_changed(g.payload), 1);
+	}
+	ck_assert_uint_eq(next_got(1).flags, 0);
+	for (uint32_t i = 0; i < 41; i++) {
+		struct got g = next_got(1);
+
+		ck_assert_uint_eq(g.idx, 100 + i);
+		ck_assert_uint_eq(g.flags, 0);
+		if (i == 40) { /* count=40: the 41st is untouched */
+			ck_assert_int_eq(count_bits_changed(g.payload), 0);
+			continue;
+		}
+		/* one bit, always within byte 8 (bits 64..71) */
+		ck_assert_int_eq(count_bits_changed(g.payload), 1);
+		ck_assert_uint_ne(g.payload[8], (uint8_t)(0xa0 + 8));
+		per_bit[__builtin_ctz((unsigned)(g.payload[8] ^ (uint8_t)(0xa0 + 8)))]++;
+	}
+	/* the range is drawn from, not one bit of it */
+	{
+		int distinct = 0;
+
+		for (int b = 0; b < 8; b++)
+			distinct += per_bit[b] > 0;
+		ck_assert_int_ge(distinct, 4);
+	}
+	ck_assert_int_eq(count_bits_changed(next_got(0).payload), 0);
+	{
+		/* corrupt with a one-bit range: byte 4 bit 0, and CRC_ERR */
+		struct got g = next_got(1);
+
+		ck_assert_uint_eq(g.hop, 10);
+		ck_assert_uint_eq(g.flags, ODL_LINK_DATA_CRC_ERR);
+		ck_assert_uint_eq(g.payload[4], (uint8_t)((0xa0 + 4) ^ 0x01));
+	}
+	ck_assert_int_eq(R.n_tamper, 41);
+	ck_assert_int_eq(R.n_corrupt, 1);
+	ck_assert_uint_eq(C.faults.tot_tampered, 41);
+	ck_assert_uint_eq(C.faults.tot_corrupted, 1);
+	ck_assert_uint_eq(C.end[0].dropped, 0);
+	cable_faults_json(&C.faults, js, sizeof(js));
+	ck_assert_ptr_nonnull(strstr(js, "\"tampered\":41"));
+	ck_assert_ptr_nonnull(strstr(js, "\"kind\":\"tamper\""));
+}
+END_TEST
+
 START_TEST(t_fault_withhold_credits)
 {
 	bring_up(0);
@@ -1681,6 +1764,7 @@ static Suite *link_suite(void)
 	tcase_add_test(tc, t_fault_drop_nth);
 	tcase_add_test(tc, t_fault_drop_every_dir_count);
 	tcase_add_test(tc, t_fault_corrupt);
+	tcase_add_test(tc, t_fault_tamper);
 	tcase_add_test(tc, t_fault_withhold_credits);
 	tcase_add_test(tc, t_fault_delay);
 	tcase_add_test(tc, t_fault_unplug_after);
