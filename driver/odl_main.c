@@ -619,6 +619,9 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 	if (!status && dev->rx.target != ODL_RX_DISCARD) {
 		dev->stats.rx_msgs++;
 		dev->stats.rx_bytes += dev->rx.len;
+		/* a whole message: the damage before it is over */
+		dev->rx.nfailed = 0;
+		dev->rx.failed_next = 0;
 	}
 	dev->rx.active = false;
 	dev->rx.target = ODL_RX_NONE;
@@ -626,15 +629,79 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 	dev->rx.stage = NULL;
 }
 
-/* Abort the message being reassembled; with none, frames may have carried
+/* Remember a message as reported (or knowingly dropped) */
+static void odl_rx_failed_add(struct odl_dev *dev, u32 msg_id, u16 dst,
+			      u32 key)
+{
+	struct odl_rx_failed *e = &dev->rx.failed[dev->rx.failed_next];
+
+	e->msg_id = msg_id;
+	e->dst_port = dst;
+	e->key = key;
+	dev->rx.failed_next = (dev->rx.failed_next + 1) % ODL_RX_FAILED;
+	if (dev->rx.nfailed < ODL_RX_FAILED)
+		dev->rx.nfailed++;
+}
+
+/* Was this message (or, with @any_msg, the last message reported) already
+ * reported to this port and key?
+ */
+static bool odl_rx_failed_has(struct odl_dev *dev, u32 msg_id, u16 dst,
+			      u32 key, bool any_msg)
+{
+	const struct odl_rx_failed *e;
+	unsigned int i;
+
+	if (any_msg) {
+		if (!dev->rx.nfailed)
+			return false;
+		i = (dev->rx.failed_next + ODL_RX_FAILED - 1) % ODL_RX_FAILED;
+		e = &dev->rx.failed[i];
+		return e->dst_port == dst && e->key == key;
+	}
+	for (i = 0; i < dev->rx.nfailed; i++) {
+		e = &dev->rx.failed[i];
+		if (e->msg_id == msg_id && e->dst_port == dst && e->key == key)
+			return true;
+	}
+	return false;
+}
+
+static void odl_rx_failed_reset(struct odl_dev *dev)
+{
+	dev->rx.nfailed = 0;
+	dev->rx.failed_next = 0;
+	dev->rx.lost_unattributed = false;
+}
+
+/* Abort the message being reassembled (it is reported once: its later
+ * frames are discarded silently); with none, frames may have carried
  * whole messages: tell every bound file.
  */
 static void odl_rx_abort(struct odl_dev *dev, int status, bool lost_frames)
 {
-	if (dev->rx.active)
+	if (dev->rx.active) {
+		odl_rx_failed_add(dev, dev->rx.msg_id, dev->rx.dst_port,
+				  dev->rx.key);
 		odl_rx_finish(dev, status);
-	else if (lost_frames)
+	} else if (lost_frames) {
 		odl_event_all(dev, status, ODL_TB5_CF_MSG_LOST);
+		dev->rx.lost_unattributed = true;
+	}
+}
+
+/* Discard the rest of a message from this frame on (lock held) */
+static void odl_rx_discard(struct odl_dev *dev, u32 msg_id, u32 msg_len,
+			   u32 off, u16 dst, u16 src, u32 key)
+{
+	dev->rx.active = true;
+	dev->rx.target = ODL_RX_DISCARD;
+	dev->rx.msg_id = msg_id;
+	dev->rx.len = msg_len;
+	dev->rx.pos = off;
+	dev->rx.dst_port = dst;
+	dev->rx.src_port = src;
+	dev->rx.key = key;
 }
 
 /* Choose where a new message goes (dev->lock held, may drop it). */
@@ -715,6 +782,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
 	struct odl_frame_hdr h;
 	u32 seq, msg_len, off, plen, msg_id, key;
+	bool was_mid = dev->rx.active, seq_ok, lost;
 	u16 dst, src;
 	bool last;
 	u8 *dstp;
@@ -749,18 +817,36 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	    last != (off + plen == msg_len) ||
 	    !dst || dst > ODL_TB5_MAX_PORT || !src || src > ODL_TB5_MAX_PORT)
 		goto bad;
+	/* the number the frame before this one should have had + 1: that
+	 * frame's number was wrong, not frames lost (its message was
+	 * failed already)
+	 */
+	seq_ok = dev->rx.seq_valid &&
+		 (seq == dev->rx.expect_seq ||
+		  (dev->rx.seq_alt_valid && seq == dev->rx.seq_alt));
+	/* far ahead or behind: not lost frames but a broken header */
+	if (dev->rx.seq_valid && !seq_ok &&
+	    seq - dev->rx.expect_seq >= ODL_SEQ_WINDOW)
+		goto bad;
 
+	/* held even right after a gap: the gap is handled when it is
+	 * processed, and the message behind it need not be lost as well
+	 */
 	if (!force && !dev->rx.active && !off &&
-	    (!dev->rx.seq_valid || seq == dev->rx.expect_seq) &&
 	    odl_rx_must_wait(dev, dst, msg_len, key)) {
 		/* held, not processed: counted when it is (replay) */
 		dev->stats.rx_frames--;
 		return true;
 	}
 
-	if (dev->rx.seq_valid && seq != dev->rx.expect_seq) {
+	lost = dev->rx.lost_unattributed;
+	dev->rx.lost_unattributed = false;
+	dev->rx.seq_alt_valid = false;
+	if (dev->rx.seq_valid && !seq_ok) {
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, true);
+		dev->rx.seq_alt = dev->rx.expect_seq + 1;
+		dev->rx.seq_alt_valid = true;
 	}
 	dev->rx.seq_valid = true;
 	dev->rx.expect_seq = seq + 1;
@@ -774,18 +860,28 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, false);
 	}
+	lost |= dev->rx.lost_unattributed;
+	dev->rx.lost_unattributed = false;
 	if (!dev->rx.active) {
 		if (off) {
-			/* the start of this message was lost */
-			odl_deliver_error(dev, dst, src, key, -EPROTO);
-			dev->rx.active = true;
-			dev->rx.target = ODL_RX_DISCARD;
-			dev->rx.msg_id = msg_id;
-			dev->rx.len = msg_len;
-			dev->rx.pos = off;
-			dev->rx.dst_port = dst;
-			dev->rx.src_port = src;
-			dev->rx.key = key;
+			/* The rest of a message whose start did not come. Said
+			 * once only: not for a message already reported, nor
+			 * right after a loss reported to every file, nor when
+			 * no frame is missing and the message just aborted
+			 * had this port and key (this frame then belongs to
+			 * it, whatever else its header says)
+			 */
+			if (!lost &&
+			    !odl_rx_failed_has(dev, msg_id, dst, key, false) &&
+			    !(seq_ok && was_mid &&
+			      odl_rx_failed_has(dev, msg_id, dst, key, true)))
+				odl_deliver_error(dev, dst, src, key, -EPROTO);
+			odl_rx_failed_add(dev, msg_id, dst, key);
+			odl_rx_discard(dev, msg_id, msg_len, off, dst, src,
+				       key);
+		} else if (odl_rx_failed_has(dev, msg_id, dst, key, false)) {
+			/* claims to start a message already reported */
+			odl_rx_discard(dev, msg_id, msg_len, 0, dst, src, key);
 		} else {
 			odl_rx_start(dev, &h, msg_len, dst, src, key);
 			if (!dev->connected)
@@ -809,6 +905,7 @@ bad:
 	dev->stats.len_errors++;
 	odl_rx_abort(dev, -EBADMSG, true);
 	dev->rx.seq_valid = false;
+	dev->rx.seq_alt_valid = false;
 	return false;
 }
 
@@ -1225,6 +1322,7 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 		odl_fail_txq(dev, -ECONNRESET);
 	odl_rx_abort(dev, -ECONNRESET, false);
 	dev->rx.seq_valid = false;
+	odl_rx_failed_reset(dev);
 	dev->stats.link_resets++;
 	/* a fallback is invisible to the files: sends go on after it */
 	if (!resuming)
@@ -1285,6 +1383,7 @@ static void odl_try_connect(struct odl_dev *dev)
 	dev->rx.seq_valid = true;
 	dev->rx.expect_seq = 0;
 	dev->rx.active = false;
+	odl_rx_failed_reset(dev);
 	INIT_LIST_HEAD(&dev->rx_held);
 	dev->rx_stalled = false;
 	dev->tx_window = min(dev->ring_size, dev->peer_ring_size) - 1;

@@ -57,6 +57,12 @@ struct odl_frame_hdr {
 };
 
 #define ODL_HDR_SIZE		sizeof(struct odl_frame_hdr)
+/* messages remembered as already reported (see odl_dev.rx.failed) */
+#define ODL_RX_FAILED		4
+/* a sequence number this far (or more) past the expected one, or behind
+ * it, is no frame loss but a broken or hostile header
+ */
+#define ODL_SEQ_WINDOW		(1u << 20)
 #define ODL_PAYLOAD_MAX		(ODL_TB5_FRAME_SIZE - ODL_HDR_SIZE)
 
 struct odl_dev;
@@ -275,6 +281,11 @@ struct odl_dev {
 	struct {
 		bool seq_valid;
 		u32 expect_seq;
+		/* after a gap: the number that says the frame before had a
+		 * wrong one (expect_seq before the gap + 1)
+		 */
+		bool seq_alt_valid;
+		u32 seq_alt;
 		bool active;
 		enum odl_rx_target target;
 		u32 msg_id;
@@ -285,6 +296,23 @@ struct odl_dev {
 		u32 key;
 		struct odl_recv *recv;
 		u8 *stage;
+		/* messages already accounted for (an error delivered, or
+		 * dropped knowingly): their further frames are discarded
+		 * without a second report. Cleared by a message that
+		 * completes whole.
+		 */
+		struct odl_rx_failed {
+			u32 msg_id;
+			u32 key;
+			u16 dst_port;
+		} failed[ODL_RX_FAILED];
+		u8 nfailed;
+		u8 failed_next;
+		/* a frame nobody could attribute was reported lost to every
+		 * file: the frames after it that continue an unknown message
+		 * are that message
+		 */
+		bool lost_unattributed;
 	} rx;
 };
 

@@ -13,8 +13,7 @@
 tap_plan 11
 tap_timeout 1500
 odl_setup
-hop=$("$VMPAIR" cable status >/dev/null; vm a sh -c 'dmesg | sed -n "s/.*odl_tb5.*connected: .*TX HopID \([0-9]*\) .*/\1/p" | tail -n 1')
-[ -n "$hop" ] || hop=8
+hop=$(odl_data_hop a)
 diag "odl_tb5 data HopID a->b: $hop"
 
 # fault_run NAME FAULT WANT [CLI-ARGS]: one bandwidth run (64 x 1 MiB

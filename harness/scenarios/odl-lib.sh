@@ -102,6 +102,15 @@ odl_wait_connected() {
 	wait_for "vm $1 sh -c '/tmp/odl_xfer info | grep -q state=connected'" "${2:-60}"
 }
 
+# odl_data_hop GUEST: the HopID GUEST's odl_tb5 data frames carry on the
+# cable (its TX HopID, from the driver's "connected" line; 8 if not found)
+odl_data_hop() {
+	local hop
+	"$VMPAIR" cable status >/dev/null
+	hop=$(vm "$1" sh -c 'dmesg | sed -n "s/.*odl_tb5.*connected: .*TX HopID \([0-9]*\) .*/\1/p" | tail -n 1')
+	echo "${hop:-8}"
+}
+
 # odl_problems GUEST: dmesg lines from odl_tb5 at warning level or worse,
 # and any WARN/oops
 odl_problems() {

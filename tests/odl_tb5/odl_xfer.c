@@ -6,6 +6,8 @@
  *   odl_xfer recv   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
  *   odl_xfer send   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
  *   odl_xfer post   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
+ *   odl_xfer flood  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES
+ *   odl_xfer sink   [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-t IDLE_S]
  *   odl_xfer krecv  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer ksend  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer urecv  [-d DEV] -p PORT -q PEERPORT -g GOFILE [-N]
@@ -25,6 +27,17 @@
  * message with a 4-byte ack, the sender keeps at most two unacknowledged.
  * post: one way, no receiver expected (e.g. to a port nobody has bound on
  * the peer): sends COUNT messages and waits for their SEND completions.
+ * flood/sink: one way, no acks, for a cable that damages frames: flood
+ * sends COUNT messages (eight in flight), each starting with its number;
+ * sink keeps eight RECVs posted and accounts for every report: a message
+ * delivered whole must have the right bytes, length and sender and come
+ * after the previous one (never twice, never out of order); failed
+ * receives and lost-message events are counted. It ends after COUNT
+ * completed receives or IDLE_S seconds (default 15) without any, and
+ * fails if any delivered message was wrong or more receives completed
+ * than messages were sent (a damaged message reported twice takes a
+ * later message's RECV). ODL_SINK_VERBOSE=1 prints each failure and
+ * lost-message event with the number of the message delivered before it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -509,6 +522,158 @@ static int cmd_post(void)
 	}
 	printf("posted %u messages to port %d, all sent\n", done, peer_port);
 	return 0;
+}
+
+/* flood/sink: message k is fill(k) with its first 8 bytes replaced by k
+ * and ~k, so the sink can tell which message it got
+ */
+#define FLOOD_SLOTS	8
+
+static void flood_fill(uint8_t *p, uint64_t len, uint32_t k)
+{
+	uint32_t nk = ~k;
+
+	fill(p, len, k);
+	memcpy(p, &k, 4);
+	memcpy(p + 4, &nk, 4);
+}
+
+static int cmd_flood(void)
+{
+	uint64_t bufsize = max_size();
+	struct chan c;
+	uint32_t sent = 0, done = 0, i;
+	uint32_t free_ids[FLOOD_SLOTS];
+	int nfree = FLOOD_SLOTS;
+
+	for (i = 0; i < (uint32_t)nsizes; i++) {
+		if (sizes[i] < 8) {
+			fprintf(stderr, "odl_xfer: flood: sizes must be 8 bytes or more\n");
+			return 2;
+		}
+	}
+	chan_open_bufs(&c, FLOOD_SLOTS, bufsize, 1, 4096);
+	for (i = 0; i < FLOOD_SLOTS; i++)
+		free_ids[i] = i;
+	while (done < (uint32_t)count) {
+		while (sent < (uint32_t)count && nfree) {
+			uint64_t len = sizes[sent % nsizes];
+			uint32_t id = free_ids[--nfree];
+
+			flood_fill(buf_ptr(&c, id), len, sent);
+			do_send(&c, id, 0, len, ((uint64_t)id << 32) | sent);
+			sent++;
+		}
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_SEND || e.status) {
+			fprintf(stderr, "flood: send %llu: completion type %u status %d\n",
+				(unsigned long long)(uint32_t)e.cookie, e.type, e.status);
+			return 1;
+		}
+		free_ids[nfree++] = (uint32_t)(e.cookie >> 32);
+		done++;
+	}
+	printf("flooded %u messages to port %d, all sent\n", done, peer_port);
+	return 0;
+}
+
+static int idle_s = 15;
+
+static int cmd_sink(void)
+{
+	uint64_t bufsize = max_size(), ok = 0, err = 0, lost = 0, bad = 0;
+	uint64_t by_status[5] = { 0 }; /* EPROTO EIO EBADMSG EMSGSIZE other */
+	uint8_t *want = malloc(bufsize);
+	int64_t last = -1;
+	int count_done = 0;
+	struct chan c;
+	uint32_t i;
+
+	if (!want)
+		die("malloc");
+	chan_open_bufs(&c, 1, 4096, FLOOD_SLOTS, bufsize);
+	for (i = 0; i < FLOOD_SLOTS; i++)
+		post_recv(&c, c.bs.tx_count + i, 0, bufsize, c.bs.tx_count + i);
+	printf("ready\n");
+	fflush(stdout);
+	/* after COUNT receives, 2 s more: a message reported twice leaves a
+	 * good one behind that would complete now
+	 */
+	while (ok + err + bad < (uint64_t)count + (count_done ? 1 : 0)) {
+		struct odl_tb5_completion e;
+		struct odl_tb5_poll_cq pq = {
+			.size = sizeof(pq), .max_entries = 1,
+			.entries_ptr = (uintptr_t)&e, .entry_size = sizeof(e),
+			.timeout_ms = count_done ? 2000 : idle_s * 1000,
+		};
+
+		if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
+			die("POLL_CQ");
+		if (!pq.count)
+			break;
+		if (e.type == ODL_TB5_COMP_EVENT) {
+			if (e.flags & ODL_TB5_CF_MSG_LOST) {
+				if (getenv("ODL_SINK_VERBOSE"))
+					fprintf(stderr, "sink: lost-message event (%d) after message %lld\n",
+						e.status, (long long)last);
+				lost++;
+			}
+			else
+				fprintf(stderr, "sink: event status %d flags 0x%x\n",
+					e.status, e.flags);
+			continue;
+		}
+		if (e.type != ODL_TB5_COMP_RECV)
+			continue;
+		if (e.status) {
+			if (getenv("ODL_SINK_VERBOSE"))
+				fprintf(stderr, "sink: receive failed (%d) after message %lld\n",
+					e.status, (long long)last);
+			err++;
+			by_status[e.status == -EPROTO ? 0 : e.status == -EIO ? 1 :
+				  e.status == -EBADMSG ? 2 : e.status == -EMSGSIZE ? 3 : 4]++;
+		} else {
+			const uint8_t *p = buf_ptr(&c, (uint32_t)e.cookie);
+			uint32_t k, nk;
+
+			memcpy(&k, p, 4);
+			memcpy(&nk, p + 4, 4);
+			if (e.length < 8 || nk != ~k || k >= (uint32_t)count ||
+			    e.length != sizes[k % nsizes] ||
+			    e.src_port != (uint32_t)peer_port || (int64_t)k <= last) {
+				fprintf(stderr, "sink: bad delivery: length %llu src %u number %u (~%u), last %lld\n",
+					(unsigned long long)e.length, e.src_port, k, ~nk,
+					(long long)last);
+				bad++;
+			} else {
+				flood_fill(want, e.length, k);
+				if (memcmp(want, p, e.length)) {
+					fprintf(stderr, "sink: message %u: wrong bytes\n", k);
+					bad++;
+				} else {
+					ok++;
+				}
+				last = k;
+			}
+		}
+		post_recv(&c, (uint32_t)e.cookie, 0, bufsize, e.cookie);
+		if (ok + err + bad == (uint64_t)count)
+			count_done = 1;
+	}
+	printf("sink: %llu messages: ok=%llu failed=%llu (EPROTO=%llu EIO=%llu EBADMSG=%llu EMSGSIZE=%llu other=%llu) lost_events=%llu bad=%llu receives=%llu\n",
+	       (unsigned long long)count, (unsigned long long)ok,
+	       (unsigned long long)err, (unsigned long long)by_status[0],
+	       (unsigned long long)by_status[1], (unsigned long long)by_status[2],
+	       (unsigned long long)by_status[3], (unsigned long long)by_status[4],
+	       (unsigned long long)lost, (unsigned long long)bad,
+	       (unsigned long long)(ok + err + bad));
+	if (bad)
+		fprintf(stderr, "sink: %llu messages delivered wrong\n", (unsigned long long)bad);
+	/* lost-message events take no RECV (and go to every file) */
+	if (ok + err + bad > (uint64_t)count)
+		fprintf(stderr, "sink: more receives completed than messages sent: a message was reported twice\n");
+	return bad || ok + err + bad > (uint64_t)count ? 1 : 0;
 }
 
 /* ---- keyed delivery (1.4) ----
@@ -1543,12 +1708,12 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|post|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|post|flood|sink|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((o = getopt(argc, argv, "DNUE:d:g:p:q:n:s:S:")) != -1) {
+	while ((o = getopt(argc, argv, "DNUE:d:g:p:q:n:s:S:t:")) != -1) {
 		switch (o) {
 		case 'E':
 			if (strcmp(optarg, "odl") && strcmp(optarg, "udmabuf") && strcmp(optarg, "heap")) {
@@ -1567,6 +1732,13 @@ int main(int argc, char **argv)
 		case 'n': count = atoi(optarg); break;
 		case 's': parse_sizes(optarg); break;
 		case 'S': rs = strtoull(optarg, NULL, 0) | 1; break;
+		case 't':
+			idle_s = atoi(optarg);
+			if (idle_s < 1 || idle_s > 3600) {
+				fprintf(stderr, "odl_xfer: -t 1..3600 (seconds)\n");
+				return 2;
+			}
+			break;
 		default: return 2;
 		}
 	}
@@ -1589,6 +1761,10 @@ int main(int argc, char **argv)
 		return cmd_send();
 	if (!strcmp(cmd, "post"))
 		return cmd_post();
+	if (!strcmp(cmd, "flood"))
+		return cmd_flood();
+	if (!strcmp(cmd, "sink"))
+		return cmd_sink();
 	if (!strcmp(cmd, "krecv"))
 		return cmd_krecv();
 	if (!strcmp(cmd, "ksend"))
