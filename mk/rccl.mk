@@ -49,7 +49,7 @@ RCCL_STATS_STATIC   := $(RCCL_OUT)/odl_tb5_rccl_stats.static
 RCCL_TIMEOUT  ?= 600
 RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
 
-.PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan \
+.PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan \
         unit-rccl-static bench-rccl
 
 rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF) $(RCCL_NETCONF_STATIC) \
@@ -91,7 +91,16 @@ $(RCCL_OUT)/abi_check: $(RCCL_DIR)/tests/abi_check.c $(RCCL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(RCCL_CFLAGS) -pedantic -o $@ $<
 
-unit-rccl: unit-rccl-abi unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-static
+unit-rccl: unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-static
+
+# Check tests of the plugin's pure wire checks (plugin.c included, with the
+# sanitizers): a hostile peer's DATA header must not reach memcpy
+$(RCCL_OUT)/test_wire: $(RCCL_DIR)/tests/test_wire.c $(RCCL_DIR)/src/plugin.c $(RCCL_UL_SRCS) $(RCCL_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(RCCL_CFLAGS) $(RCCL_SAN) $(CHECK_CFLAGS) -o $@ $(RCCL_DIR)/tests/test_wire.c \
+	  $(RCCL_UL_SRCS) $(CHECK_LIBS) -lpthread
+unit-rccl-wire: $(RCCL_OUT)/test_wire
+	$(RCCL_OUT)/test_wire
 
 # ABI: the header's _Static_asserts compiled (C11 -pedantic), sizes printed;
 # exported dynamic symbols are exactly the six tables (v7..v12).

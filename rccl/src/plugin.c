@@ -1061,6 +1061,19 @@ static void keepalive(struct odlp_dev *d)
 	}
 }
 
+/*
+ * A DATA chunk from the peer for a receive entry of capacity rcap that has
+ * rgot bytes so far: the message fits, the chunk lies inside it (no
+ * wrap-around of off + len) and continues where the last one ended (a
+ * sender sends an entry's chunks in order, so anything else is a broken or
+ * hostile peer, and must not complete the entry with holes in it).
+ */
+static bool data_chunk_ok(uint64_t off, uint32_t len, uint64_t total, uint64_t rcap,
+			  uint64_t rgot)
+{
+	return total <= rcap && off == rgot && off <= total && len <= total - off;
+}
+
 /* A message from the peer's endpoint; `now` (CLOCK_MONOTONIC) for the keepalive. */
 static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t now)
 {
@@ -1180,7 +1193,13 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 			entry_done(r, (int)h->idx);
 			return;
 		}
-		if (h->total > r->rcap[h->idx] || h->off + h->len > h->total) {
+		if (!data_chunk_ok(h->off, h->len, h->total, r->rcap[h->idx],
+				   r->rgot[h->idx])) {
+			WARN("comm %u: bad DATA seq %u idx %u (offset %llu, %u bytes of %llu, have %llu, room %llu)",
+			     c->id, h->seq, h->idx, (unsigned long long)h->off, h->len,
+			     (unsigned long long)h->total, (unsigned long long)r->rgot[h->idx],
+			     (unsigned long long)r->rcap[h->idx]);
+			STAT_ADD(errors, 1);
 			r->err = ncclInternalError;
 			entry_done(r, (int)h->idx);
 			return;
