@@ -573,6 +573,13 @@ int odl_queue_send(struct odl_dev *dev, struct odl_send *s)
  */
 
 /* Give the finished (or failed) message to its file (dev->lock held). */
+/* Forget the messages remembered as reported (see odl_rx_failed_add) */
+static void odl_rx_failed_forget(struct odl_dev *dev)
+{
+	dev->rx.nfailed = 0;
+	dev->rx.failed_next = 0;
+}
+
 static void odl_rx_finish(struct odl_dev *dev, int status)
 {
 	struct odl_file *f;
@@ -620,8 +627,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		dev->stats.rx_msgs++;
 		dev->stats.rx_bytes += dev->rx.len;
 		/* a whole message: the damage before it is over */
-		dev->rx.nfailed = 0;
-		dev->rx.failed_next = 0;
+		odl_rx_failed_forget(dev);
 	}
 	dev->rx.active = false;
 	dev->rx.target = ODL_RX_NONE;
@@ -667,10 +673,10 @@ static bool odl_rx_failed_has(struct odl_dev *dev, u32 msg_id, u16 dst,
 	return false;
 }
 
+/* a new connection: nothing from before it is remembered */
 static void odl_rx_failed_reset(struct odl_dev *dev)
 {
-	dev->rx.nfailed = 0;
-	dev->rx.failed_next = 0;
+	odl_rx_failed_forget(dev);
 	dev->rx.lost_unattributed = false;
 }
 
@@ -712,14 +718,8 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	struct odl_recv *r;
 	void *stage;
 
-	dev->rx.active = true;
-	dev->rx.msg_id = le32_to_cpu(h->msg_id);
-	dev->rx.len = msg_len;
-	dev->rx.pos = 0;
-	dev->rx.dst_port = dst;
-	dev->rx.src_port = src;
-	dev->rx.key = key;
-	dev->rx.target = ODL_RX_DISCARD;
+	/* discarded unless a RECV or a staging buffer takes it */
+	odl_rx_discard(dev, le32_to_cpu(h->msg_id), msg_len, 0, dst, src, key);
 
 	/* nobody holds the port (its process may just have exited): not a
 	 * loss of anything a receiver asked for, counted apart from drops
@@ -839,8 +839,6 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 		return true;
 	}
 
-	lost = dev->rx.lost_unattributed;
-	dev->rx.lost_unattributed = false;
 	dev->rx.seq_alt_valid = false;
 	if (dev->rx.seq_valid && !seq_ok) {
 		dev->stats.seq_errors++;
@@ -860,7 +858,8 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, false);
 	}
-	lost |= dev->rx.lost_unattributed;
+	/* set by an earlier frame, or by the aborts above */
+	lost = dev->rx.lost_unattributed;
 	dev->rx.lost_unattributed = false;
 	if (!dev->rx.active) {
 		if (off) {

@@ -102,6 +102,12 @@ odl_wait_connected() {
 	wait_for "vm $1 sh -c '/tmp/odl_xfer info | grep -q state=connected'" "${2:-60}"
 }
 
+# odl_unload GUEST: rmmod odl_tb5, retrying for up to 10 s while files of
+# a process that was just killed are still closing
+odl_unload() {
+	vm "$1" sh -c 'for i in $(seq 1 200); do rmmod odl_tb5 2>/dev/null && exit 0; usleep 50000; done; rmmod odl_tb5'
+}
+
 # odl_data_hop GUEST: the HopID GUEST's odl_tb5 data frames carry on the
 # cable (its TX HopID, from the driver's "connected" line; 8 if not found)
 odl_data_hop() {

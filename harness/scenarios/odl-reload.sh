@@ -16,7 +16,7 @@ odl_setup
 
 # reload_b: unload (retrying while a killed process's files close) and load
 reload_b() {
-	vm b sh -c 'for i in $(seq 1 200); do rmmod odl_tb5 2>/dev/null && exit 0; usleep 50000; done; rmmod odl_tb5' || return 1
+	odl_unload b || return 1
 	wait_for "! vm a test -e /dev/odl_tb5_0" 120 || { echo "a's device stayed after b unloaded"; return 1; }
 	odl_load b || return 1
 	odl_wait_connected a 180 && odl_wait_connected b 180 || { echo "no login after reload"; return 1; }

@@ -586,7 +586,7 @@ static int cmd_sink(void)
 	uint64_t by_status[5] = { 0 }; /* EPROTO EIO EBADMSG EMSGSIZE other */
 	uint8_t *want = malloc(bufsize);
 	int64_t last = -1;
-	int count_done = 0;
+	int count_done = 0, verbose = getenv("ODL_SINK_VERBOSE") != NULL;
 	struct chan c;
 	uint32_t i;
 
@@ -614,20 +614,20 @@ static int cmd_sink(void)
 			break;
 		if (e.type == ODL_TB5_COMP_EVENT) {
 			if (e.flags & ODL_TB5_CF_MSG_LOST) {
-				if (getenv("ODL_SINK_VERBOSE"))
+				if (verbose)
 					fprintf(stderr, "sink: lost-message event (%d) after message %lld\n",
 						e.status, (long long)last);
 				lost++;
-			}
-			else
+			} else {
 				fprintf(stderr, "sink: event status %d flags 0x%x\n",
 					e.status, e.flags);
+			}
 			continue;
 		}
 		if (e.type != ODL_TB5_COMP_RECV)
 			continue;
 		if (e.status) {
-			if (getenv("ODL_SINK_VERBOSE"))
+			if (verbose)
 				fprintf(stderr, "sink: receive failed (%d) after message %lld\n",
 					e.status, (long long)last);
 			err++;
