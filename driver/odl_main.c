@@ -2000,6 +2000,13 @@ static int odl_handle_packet(const void *buf, size_t size, void *data)
 			status = ODL_XD_EBUSY;
 		if (odl_xd_reply_login(dev, &pkt.hdr, route, sequence, status))
 			return 1;
+		/* busy: this side is being removed; the peer retries, so
+		 * that is no problem to warn about
+		 */
+		if (status == ODL_XD_EBUSY) {
+			dev_dbg(&dev->svc->dev, "login from peer while removing: busy\n");
+			return 1;
+		}
 		if (status != ODL_XD_OK) {
 			dev_warn_ratelimited(&dev->svc->dev,
 					     "refused login from peer (%u)\n",
