@@ -69,6 +69,12 @@
 #define RECV_REQS NCCL_NET_MAX_REQUESTS
 #define SEND_REQS (NCCL_NET_MAX_REQUESTS * MAX_RECVS)
 #define CTS_RING 64
+/* connects waiting for accept() on one listen comm; NCCL makes one per
+ * handle, so more is a broken or hostile peer (refused) */
+#define PEND_MAX 64
+/* answers to the peer (REJ, PONG) queued at once; a peer asking faster
+ * than the link takes them gets no more */
+#define ANSWERS_MAX 64
 #define MAX_COMMS 1024
 #define DEFAULT_PORT 78 /* 'N': keeps clear of odl_tb5_cli's default port 1 */
 /* without ODL_TB5_RCCL_PORT a process takes the first free port of
@@ -408,6 +414,8 @@ struct odlp_comm {
 	/* listen */
 	uint64_t nonce;
 	struct conn_pending *pend_head, *pend_tail;
+	int npend;
+	bool pend_warned; /* the PEND_MAX refusal was logged */
 	/* send/recv */
 	struct odlp_req *reqs;
 	int nreqs;
@@ -456,6 +464,8 @@ struct odlp_dev {
 	uint32_t *tx_free;
 	uint32_t ntx_free;
 	struct ctrl_msg *cq_head, *cq_tail;
+	int cq_answers;			       /* REJ/PONG in the queue */
+	bool pong_queued[ODL_TB5_MAX_PORT + 1]; /* a PONG to that port is */
 	struct odlp_req *job_head, *job_tail;
 	/* zero copy (keyed library operations) */
 	bool zc;		     /* registrations may pin (ODL_TB5_RCCL_ZEROCOPY) */
@@ -612,6 +622,12 @@ static uint8_t wire_sport(const struct odlp_dev *d, uint32_t dport)
 	return dport == d->port ? 0 : (uint8_t)d->port;
 }
 
+/* the peer's REJ or PONG is an answer: each one a message of the peer asks for */
+static bool is_answer(uint8_t type)
+{
+	return type == M_REJ || type == M_PONG;
+}
+
 static void queue_ctrl(struct odlp_dev *d, uint32_t dport, const struct wire_hdr *h, const void *p,
 		       uint32_t plen)
 {
@@ -633,6 +649,43 @@ static void queue_ctrl(struct odlp_dev *d, uint32_t dport, const struct wire_hdr
 	else
 		d->cq_head = m;
 	d->cq_tail = m;
+	if (is_answer(h->type))
+		d->cq_answers++;
+	if (h->type == M_PONG)
+		d->pong_queued[dport] = true;
+}
+
+/*
+ * Queue an answer to a message of the peer, bounded: at most one PONG per
+ * port waits (more say nothing new) and at most ANSWERS_MAX answers in all,
+ * so a peer that floods PINGs or bad CONNs cannot grow the queue without
+ * end. False: dropped (counted in errors).
+ */
+static bool queue_answer(struct odlp_dev *d, uint32_t dport, const struct wire_hdr *h)
+{
+	if (h->type == M_PONG && d->pong_queued[dport])
+		return false;
+	if (d->cq_answers >= ANSWERS_MAX) {
+		STAT_ADD(errors, 1);
+		return false;
+	}
+	queue_ctrl(d, dport, h, NULL, 0);
+	return true;
+}
+
+/* take the control queue's head (there is one) */
+static void cq_pop(struct odlp_dev *d)
+{
+	struct ctrl_msg *m = d->cq_head;
+
+	d->cq_head = m->next;
+	if (!d->cq_head)
+		d->cq_tail = NULL;
+	if (is_answer(m->h.type))
+		d->cq_answers--;
+	if (m->h.type == M_PONG)
+		d->pong_queued[m->dport] = false;
+	free(m);
 }
 
 /* request queues (jobs, zero-copy sends): push at the tail, pop the head */
@@ -780,10 +833,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 					  (d->urgent_cts && m->h.type == M_CTS) ||
 						  m->h.type == M_PING || m->h.type == M_PONG))
 				return;
-			d->cq_head = m->next;
-			if (!d->cq_head)
-				d->cq_tail = NULL;
-			free(m);
+			cq_pop(d);
 			continue;
 		}
 		if (!d->job_head)
@@ -1074,6 +1124,27 @@ static bool data_chunk_ok(uint64_t off, uint32_t len, uint64_t total, uint64_t r
 	return total <= rcap && off == rgot && off <= total && len <= total - off;
 }
 
+enum conn_verdict { CONN_NEW, CONN_DUP, CONN_FULL };
+
+/*
+ * A CONN with the right nonce for listen comm l from comm `src` of the
+ * process `inst` on the peer's port `port`: new, a repeat of one already
+ * waiting or accepted (a second accept() would make a comm nobody sends
+ * to), or one too many (PEND_MAX wait already).
+ */
+static enum conn_verdict conn_check(struct odlp_dev *d, const struct odlp_comm *l, uint32_t port,
+				    uint32_t src, uint64_t inst)
+{
+	for (const struct conn_pending *cp = l->pend_head; cp; cp = cp->next)
+		if (cp->peer_port == port && cp->peer_id == src && cp->peer_inst == inst)
+			return CONN_DUP;
+	for (const struct odlp_comm *x = d->comms; x; x = x->next)
+		if (x->kind == K_RECV && x->peer_port == port && x->peer_id == src &&
+		    x->peer_inst == inst && (x->state == S_READY || x->state == S_PENDING))
+			return CONN_DUP;
+	return l->npend >= PEND_MAX ? CONN_FULL : CONN_NEW;
+}
+
 /* A message from the peer's endpoint; `now` (CLOCK_MONOTONIC) for the keepalive. */
 static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t now)
 {
@@ -1098,7 +1169,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 		struct wire_hdr pong = { .type = M_PONG, .total = g_instance };
 
 		peer_instance(d, sport, h->total);
-		queue_ctrl(d, sport, &pong, NULL, 0);
+		queue_answer(d, sport, &pong);
 		return;
 	}
 	case M_PONG:
@@ -1112,8 +1183,29 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 		if (!c || c->kind != K_LISTEN || c->nonce != h->nonce) {
 			struct wire_hdr rej = { .type = M_REJ, .dst = h->src };
 
-			queue_ctrl(d, sport, &rej, NULL, 0);
+			queue_answer(d, sport, &rej);
 			return;
+		}
+		switch (conn_check(d, c, sport, h->src, h->total)) {
+		case CONN_NEW:
+			break;
+		case CONN_DUP:
+			/* the same connect again: it was answered or will be */
+			INFO("comm %u: connect of peer comm %u (port %u) repeated; ignored", c->id,
+			     h->src, sport);
+			STAT_ADD(errors, 1);
+			return;
+		case CONN_FULL: {
+			struct wire_hdr rej = { .type = M_REJ, .dst = h->src };
+
+			if (!c->pend_warned)
+				WARN("comm %u: %d connects wait for accept(); refusing more (peer comm %u, port %u)",
+				     c->id, c->npend, h->src, sport);
+			c->pend_warned = true;
+			STAT_ADD(errors, 1);
+			queue_answer(d, sport, &rej);
+			return;
+		}
 		}
 		cp = calloc(1, sizeof(*cp));
 		if (!cp) {
@@ -1128,6 +1220,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 		else
 			c->pend_head = cp;
 		c->pend_tail = cp;
+		c->npend++;
 		return;
 	}
 	case M_ACK:
@@ -1556,12 +1649,8 @@ static void free_comm(struct odlp_comm *c)
 /* Forget the staging and zero-copy state of a closed library handle. */
 static void dev_reset_state(struct odlp_dev *d)
 {
-	while (d->cq_head) {
-		struct ctrl_msg *m = d->cq_head;
-		d->cq_head = m->next;
-		free(m);
-	}
-	d->cq_tail = NULL;
+	while (d->cq_head)
+		cq_pop(d);
 	d->job_head = d->job_tail = NULL;
 	d->zq_head = d->zq_tail = NULL;
 	memset(d->krx, 0, sizeof(d->krx));
@@ -2093,6 +2182,7 @@ static ncclResult_t core_accept(void *listenComm, void **recvComm)
 		l->pend_head = cp->next;
 		if (!l->pend_head)
 			l->pend_tail = NULL;
+		l->npend--;
 		c->peer_id = cp->peer_id;
 		c->peer_port = cp->peer_port;
 		c->peer_inst = cp->peer_inst;

@@ -55,6 +55,176 @@ START_TEST(t_data_chunk_out_of_order)
 }
 END_TEST
 
+/* ---- connection set-up and answers from a hostile peer ---- */
+
+static struct odlp_dev td;
+static struct odlp_comm *tl; /* the listen comm */
+static int t_warns;
+
+static void t_logger(ncclDebugLogLevel lvl, unsigned long flags, const char *file, int line,
+		     const char *fmt, ...)
+{
+	(void)flags;
+	(void)file;
+	(void)line;
+	(void)fmt;
+	if (lvl == NCCL_LOG_WARN)
+		t_warns++;
+}
+
+static void tdev_setup(void)
+{
+	memset(&td, 0, sizeof(td));
+	snprintf(td.name, sizeof(td.name), "test");
+	td.port = 5;
+	td.next_id = 1;
+	tl = new_comm(&td, K_LISTEN);
+	ck_assert_ptr_nonnull(tl);
+	tl->nonce = 0x5eed5eed5eed5eedull;
+	memset(&g_stats_dummy, 0, sizeof(g_stats_dummy));
+	g_log = t_logger;
+	t_warns = 0;
+}
+
+static void tdev_teardown(void)
+{
+	while (td.cq_head)
+		cq_pop(&td);
+	while (td.comms) {
+		struct odlp_comm *c = td.comms;
+
+		unlink_comm(&td, c);
+		free_comm(c);
+	}
+	g_log = NULL;
+}
+
+/* the peer's message of `type` from its comm src on its port sport (the
+ * header's total carries its instance) */
+static void peer_says(uint8_t type, uint32_t sport, uint32_t dst, uint32_t src, uint64_t nonce,
+		      uint64_t inst)
+{
+	struct wire_hdr h = {
+		.magic = WIRE_MAGIC,
+		.type = type,
+		.sport = (uint8_t)(sport == td.port ? 0 : sport),
+		.dst = dst,
+		.src = src,
+		.total = inst,
+		.nonce = nonce,
+	};
+
+	handle_msg(&td, (const char *)&h, sizeof(h), 1);
+}
+
+static int npending(void)
+{
+	int n = 0;
+
+	for (struct conn_pending *cp = tl->pend_head; cp; cp = cp->next)
+		n++;
+	return n;
+}
+
+/* control messages queued of type t (0: all), to port (0: any) */
+static int nqueued(uint8_t t, uint32_t port)
+{
+	int n = 0;
+
+	for (struct ctrl_msg *m = td.cq_head; m; m = m->next)
+		if ((!t || m->h.type == t) && (!port || m->dport == port))
+			n++;
+	return n;
+}
+
+/* one connect arriving twice is one connection, not two accept()s */
+START_TEST(t_conn_repeated)
+{
+	peer_says(M_CONN, 7, tl->id, 10, tl->nonce, 99);
+	peer_says(M_CONN, 7, tl->id, 10, tl->nonce, 99);
+	ck_assert_int_eq(npending(), 1);
+	ck_assert_uint_eq(g_stats->errors, 1);
+	/* the same comm number from another port or process is another connect */
+	peer_says(M_CONN, 8, tl->id, 10, tl->nonce, 99);
+	peer_says(M_CONN, 7, tl->id, 10, tl->nonce, 98);
+	ck_assert_int_eq(npending(), 3);
+	ck_assert_int_eq(nqueued(0, 0), 0); /* nothing refused */
+}
+END_TEST
+
+/* a connect repeated after it was accepted makes no second comm */
+START_TEST(t_conn_repeated_after_accept)
+{
+	struct odlp_comm *r = new_comm(&td, K_RECV);
+
+	ck_assert_ptr_nonnull(r);
+	r->peer_port = 7;
+	r->peer_id = 10;
+	r->peer_inst = 99;
+	r->state = S_READY;
+	peer_says(M_CONN, 7, tl->id, 10, tl->nonce, 99);
+	ck_assert_int_eq(npending(), 0);
+	ck_assert_uint_eq(g_stats->errors, 1);
+	/* once that comm is closed by its peer a new connect may reuse nothing
+	 * of it, but a new comm number is new */
+	peer_says(M_CONN, 7, tl->id, 11, tl->nonce, 99);
+	ck_assert_int_eq(npending(), 1);
+}
+END_TEST
+
+/* connects with the right nonce beyond PEND_MAX are refused, with one WARN */
+START_TEST(t_conn_bounded)
+{
+	for (uint32_t i = 0; i < PEND_MAX + 40; i++)
+		peer_says(M_CONN, 7, tl->id, 100 + i, tl->nonce, 99);
+	ck_assert_int_eq(npending(), PEND_MAX);
+	ck_assert_int_eq(nqueued(M_REJ, 7), 40);
+	ck_assert_uint_eq(g_stats->errors, 40);
+	ck_assert_int_eq(t_warns, 1);
+	/* the refusals go to the refused comms */
+	ck_assert_uint_eq(td.cq_head->h.dst, 100 + PEND_MAX);
+	ck_assert_uint_eq(td.cq_tail->h.dst, 100 + PEND_MAX + 39);
+}
+END_TEST
+
+/* a flood of connects with a wrong nonce queues at most ANSWERS_MAX refusals */
+START_TEST(t_rej_flood_bounded)
+{
+	for (uint32_t i = 0; i < 10 * ANSWERS_MAX; i++)
+		peer_says(M_CONN, 7, tl->id, i + 1, tl->nonce ^ 1, 99);
+	ck_assert_int_eq(npending(), 0);
+	ck_assert_int_eq(nqueued(M_REJ, 7), ANSWERS_MAX);
+	ck_assert_uint_eq(g_stats->errors, 9 * ANSWERS_MAX);
+	/* the link takes one: there is room for one more */
+	cq_pop(&td);
+	peer_says(M_CONN, 7, tl->id, 5000, 0, 99);
+	ck_assert_int_eq(nqueued(M_REJ, 7), ANSWERS_MAX);
+	ck_assert_uint_eq(td.cq_tail->h.dst, 5000);
+	/* the plugin's own messages are never dropped for answers */
+	struct wire_hdr cts = { .type = M_CTS, .dst = 1 };
+
+	queue_ctrl(&td, 7, &cts, NULL, 0);
+	ck_assert_int_eq(nqueued(M_CTS, 7), 1);
+}
+END_TEST
+
+/* a PING flood is answered by one PONG per port at a time */
+START_TEST(t_pong_coalesced)
+{
+	for (int i = 0; i < 1000; i++)
+		peer_says(M_PING, 7, 0, 0, 0, 99);
+	peer_says(M_PING, 9, 0, 0, 0, 77);
+	ck_assert_int_eq(nqueued(M_PONG, 7), 1);
+	ck_assert_int_eq(nqueued(M_PONG, 9), 1);
+	ck_assert_int_eq(nqueued(0, 0), 2);
+	/* the PONG to 7 left: the next PING gets a new one */
+	cq_pop(&td);
+	peer_says(M_PING, 7, 0, 0, 0, 99);
+	ck_assert_int_eq(nqueued(M_PONG, 7), 1);
+	ck_assert_int_eq(nqueued(0, 0), 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rccl-wire");
@@ -66,6 +236,14 @@ int main(void)
 	tcase_add_test(tc, t_data_chunk_too_big);
 	tcase_add_test(tc, t_data_chunk_wraps);
 	tcase_add_test(tc, t_data_chunk_out_of_order);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("peer");
+	tcase_add_checked_fixture(tc, tdev_setup, tdev_teardown);
+	tcase_add_test(tc, t_conn_repeated);
+	tcase_add_test(tc, t_conn_repeated_after_accept);
+	tcase_add_test(tc, t_conn_bounded);
+	tcase_add_test(tc, t_rej_flood_bounded);
+	tcase_add_test(tc, t_pong_coalesced);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
