@@ -7,7 +7,8 @@
 # handshakes in both orders, sizes 0 B .. 64 MiB (registered buffers up to
 # the library's message size go zero copy: keyed receives straight into the
 # receiver's buffer from the sender's pinned one; the rest, and unregistered
-# buffers, in 256 KiB staged chunks), grouped receives n = 1..8, saturation,
+# buffers, in 256 KiB staged chunks), grouped receives n = 1..8, profiler
+# events (v10+: every event checked by netconf's callback), saturation,
 # truncation, regMrDmaBuf with DMA-bufs of the test exporter (odl_dmabuf_exp.ko;
 # on 6.12 the kernel's DMA-BUF system heap instead:
 # zero copy through the driver's import, staged through the plugin's mapping,
@@ -133,6 +134,8 @@ else
 fi
 step "isend/irecv sizes 0 B \\.\\. $MAX B" "sizes 0 B .. $MAX B both ways at once, larger receives, 32 in flight"
 step 'grouped receives n = 1..8' "grouped receives n = 1..8 with tags"
+[ "${API:-12}" -ge 10 ] &&
+	step 'profiler events' "profiler events (v10+): one per phandle, started in isend/irecv, updated with the size and stopped in test()"
 step 'saturation' "saturation to the request limits, NULL requests, all verified"
 step 'receive smaller than send' "truncation fails one message only; iflush; regMr type check"
 step 'regMrDmaBuf: ' "regMrDmaBuf ($exporter DMA-bufs): regions zero copy through the driver's import and staged, NCCL's addresses untouched"

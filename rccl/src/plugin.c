@@ -59,6 +59,7 @@
 
 #include "odl_nccl_net.h"
 #include "odl_tb5/odl_tb5.h"
+#include "odl_tb5_rccl_profiler.h"
 #include "odl_tb5_rccl_stats.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -355,6 +356,12 @@ struct odlp_req {
 	uint32_t rkey[MAX_RECVS]; /* keyed library receive posted, 0 none */
 	struct odlp_mr *rmr[MAX_RECVS]; /* an entry's registration if a DMA-buf */
 	int rks[MAX_RECVS];	  /* its slot in dev->krx */
+	uint8_t rzc[MAX_RECVS];	  /* the entry arrived by its keyed receive */
+	uint8_t szc;		  /* the send went zero copy */
+	/* profiler events (v10+, NCCL's phandles): one per send or entry */
+	int nprof;
+	void *pev[MAX_RECVS];
+	odl_tb5_profiler_descr_v1_t pd[MAX_RECVS];
 };
 
 struct cts_ent {
@@ -493,6 +500,7 @@ struct odlp_dev {
 		uint64_t inst;
 	} peers[ODL_TB5_MAX_PORT + 1];
 	uint64_t ka_last_ns; /* the keepalive's last look (keepalive()) */
+	int peer_warns;	     /* PEER_WARN lines logged */
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -546,6 +554,106 @@ static void progress_notify(void)
 	if (g_waiters)
 		pthread_cond_broadcast(&g_wait_cv);
 	pthread_mutex_unlock(&g_wait_mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* profiler events (odl_tb5_rccl_profiler.h) */
+
+/* NCCL's profiler callback from a v10+ init; NULL: none */
+static ncclProfilerCallback_t g_prof;
+
+/*
+ * Describe the events of request r just posted with NCCL's phandles ph
+ * (n of them; d->mu held, so the entries' paths are read safely). Nothing
+ * without a callback or phandles.
+ */
+static void prof_fill(struct odlp_req *r, int n, void *const *ph)
+{
+	const struct odlp_comm *c = r->comm;
+
+	if (!ph || !__atomic_load_n(&g_prof, __ATOMIC_ACQUIRE))
+		return;
+	r->nprof = n;
+	for (int i = 0; i < n; i++) {
+		odl_tb5_profiler_descr_v1_t *pd = &r->pd[i];
+
+		memset(pd, 0, sizeof(*pd));
+		pd->type = ODL_TB5_PROFILE_MSG;
+		pd->is_send = r->is_send;
+		pd->device = c->dev->index;
+		pd->entry = i;
+		pd->comm_id = c->id;
+		pd->peer_port = c->peer_port;
+		if (r->is_send) {
+			pd->tag = r->stag;
+			pd->size = r->ssize;
+			pd->path = r->szc ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
+		} else {
+			pd->tag = r->rtag[i];
+			pd->size = r->rcap[i];
+			pd->path = r->rkey[i] ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
+		}
+	}
+}
+
+/* Start them (the caller's thread, no lock held: the callback is NCCL's):
+ * one event per phandle that is not NULL */
+static void prof_start(struct odlp_req *r, void *const *ph)
+{
+	ncclProfilerCallback_t cb = __atomic_load_n(&g_prof, __ATOMIC_ACQUIRE);
+
+	if (!cb || !ph)
+		return;
+	for (int i = 0; i < r->nprof; i++) {
+		r->pev[i] = NULL;
+		if (ph[i])
+			cb(&r->pev[i], 0, ph[i], ODL_TB5_PROFILER_NET_ID, &r->pd[i]);
+	}
+}
+
+/* the events of a finished request, taken out of it by test() */
+struct prof_done {
+	int n;
+	void *ev[MAX_RECVS];
+	odl_tb5_profiler_descr_v1_t pd[MAX_RECVS];
+};
+
+/* test() found r done with result `status` (d->mu held): take its started events
+ * with their outcome, before the request is recycled */
+static void prof_take(struct odlp_req *r, int32_t status, struct prof_done *pdn)
+{
+	pdn->n = 0;
+	for (int i = 0; i < r->nprof; i++) {
+		odl_tb5_profiler_descr_v1_t *pd;
+
+		if (!r->pev[i])
+			continue;
+		pd = &pdn->pd[pdn->n];
+		pdn->ev[pdn->n++] = r->pev[i];
+		*pd = r->pd[i];
+		pd->done = 1;
+		pd->status = status;
+		if (r->is_send) {
+			pd->size = r->ssize;
+			pd->path = r->szc ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
+		} else {
+			pd->size = r->rtotal[i];
+			pd->path = r->rzc[i] ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
+		}
+		r->pev[i] = NULL;
+	}
+	r->nprof = 0;
+}
+
+/* ... and record the outcome and stop them (no lock held) */
+static void prof_stop(struct prof_done *pdn)
+{
+	ncclProfilerCallback_t cb = __atomic_load_n(&g_prof, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; cb && i < pdn->n; i++) {
+		cb(&pdn->ev[i], 2, NULL, ODL_TB5_PROFILER_NET_ID, &pdn->pd[i]);
+		cb(&pdn->ev[i], 1, NULL, 0, NULL);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -960,6 +1068,7 @@ static void match_sends(struct odlp_comm *c)
 		} else if (r->dst_key && (off = zc_offset(d, r->smr, r->sdata, r->ssize)) >= 0) {
 			/* straight from NCCL's buffer into the receive's */
 			r->soff = (uint64_t)off;
+			r->szc = 1;
 			req_push(&d->zq_head, &d->zq_tail, r);
 		} else {
 			if (r->dst_key)
@@ -1145,6 +1254,23 @@ static enum conn_verdict conn_check(struct odlp_dev *d, const struct odlp_comm *
 	return l->npend >= PEND_MAX ? CONN_FULL : CONN_NEW;
 }
 
+/*
+ * A message of the peer that is dropped as broken or out of place: counted
+ * in errors, and logged only PEER_WARN_MAX times per device, so that a
+ * broken or hostile peer cannot flood NCCL's log (d->mu held).
+ */
+#define PEER_WARN_MAX 16
+#define PEER_WARN(d, fmt, ...)                                                                 \
+	do {                                                                                   \
+		STAT_ADD(errors, 1);                                                           \
+		if ((d)->peer_warns < PEER_WARN_MAX) {                                         \
+			WARN(fmt, ##__VA_ARGS__);                                              \
+			if (++(d)->peer_warns == PEER_WARN_MAX)                                \
+				WARN("device %s: %d messages of the peer dropped; more are only counted (statistics: errors)", \
+				     (d)->name, PEER_WARN_MAX);                                \
+		}                                                                              \
+	} while (0)
+
 /* A message from the peer's endpoint; `now` (CLOCK_MONOTONIC) for the keepalive. */
 static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t now)
 {
@@ -1153,9 +1279,8 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 	uint32_t sport;
 
 	if (len < sizeof(*h) || h->magic != WIRE_MAGIC || sizeof(*h) + (uint64_t)h->len > len) {
-		WARN("device %s: malformed message (%llu bytes) dropped", d->name,
-		     (unsigned long long)len);
-		STAT_ADD(errors, 1);
+		PEER_WARN(d, "device %s: malformed message (%llu bytes) dropped", d->name,
+			  (unsigned long long)len);
 		return;
 	}
 	sport = h->sport ? h->sport : d->port;
@@ -1268,8 +1393,8 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 			return; /* closed locally: drop */
 		r = find_recv_req(c, h->seq);
 		if (!r || h->idx >= (uint32_t)r->n || r->rdone[h->idx]) {
-			WARN("comm %u: unexpected %s seq %u idx %u", c->id,
-			     h->type == M_DATA ? "DATA" : "DERR", h->seq, h->idx);
+			PEER_WARN(d, "comm %u: unexpected %s seq %u idx %u", c->id,
+				  h->type == M_DATA ? "DATA" : "DERR", h->seq, h->idx);
 			return;
 		}
 		if (r->rkey[h->idx]) {
@@ -1316,7 +1441,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 		}
 		return;
 	default:
-		WARN("device %s: unknown message type %u", d->name, h->type);
+		PEER_WARN(d, "device %s: unknown message type %u", d->name, h->type);
 	}
 }
 
@@ -1358,6 +1483,7 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp,
 		return;
 	d->peers[r->comm->peer_port].last_rx_ns = now;
 	r->rkey[idx] = 0;
+	r->rzc[idx] = 1;
 	r->rgot[idx] = cp->length;
 	r->rtotal[idx] = cp->length;
 	STAT_ADD(rx_bytes, cp->length);
@@ -1651,6 +1777,7 @@ static void dev_reset_state(struct odlp_dev *d)
 {
 	while (d->cq_head)
 		cq_pop(d);
+	d->peer_warns = 0;
 	d->job_head = d->job_tail = NULL;
 	d->zq_head = d->zq_tail = NULL;
 	memset(d->krx, 0, sizeof(d->krx));
@@ -2203,6 +2330,8 @@ out:
 static ncclResult_t close_comm(void *comm, enum comm_kind k)
 {
 	struct odlp_comm *c = comm;
+	struct prof_done *pdn = NULL;
+	int pdn_n = 0;
 	struct odlp_dev *d;
 
 	if (!valid_comm(c, k))
@@ -2215,6 +2344,16 @@ static ncclResult_t close_comm(void *comm, enum comm_kind k)
 			queue_ctrl(d, cp->peer_port, &h, NULL, 0);
 		}
 	} else {
+		/* requests still open: their profiler events end here */
+		int open = 0;
+
+		for (int i = 0; i < c->nreqs; i++)
+			open += c->reqs[i].in_use && c->reqs[i].nprof;
+		if (open && !(pdn = calloc((size_t)open, sizeof(*pdn))))
+			WARN("closing comm %u: no memory to end its profiler events", c->id);
+		for (int i = 0; pdn && i < c->nreqs; i++)
+			if (c->reqs[i].in_use && c->reqs[i].nprof)
+				prof_take(&c->reqs[i], ODL_TB5_PROFILE_CLOSED, &pdn[pdn_n++]);
 		jobs_remove_comm(d, c);
 		if (c->state == S_READY && !d->dead) {
 			struct wire_hdr h = { .type = M_CLOSE, .dst = c->peer_id, .src = c->id };
@@ -2225,6 +2364,9 @@ static ncclResult_t close_comm(void *comm, enum comm_kind k)
 	free_comm(c);
 	tx_pump(d);
 	pthread_mutex_unlock(&d->mu);
+	for (int i = 0; i < pdn_n; i++)
+		prof_stop(&pdn[i]);
+	free(pdn);
 	STAT_ADD(op_close, 1);
 	return ncclSuccess;
 }
@@ -2508,7 +2650,7 @@ static struct odlp_req *get_req(struct odlp_comm *c)
 }
 
 static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int tag, void *mhandle,
-			       void **request)
+			       void *phandle, void **request)
 {
 	struct odlp_comm *c = sendComm;
 	struct odlp_dev *d;
@@ -2546,8 +2688,10 @@ static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int ta
 	c->sq_tail = r;
 	match_sends(c);
 	tx_pump(d);
+	prof_fill(r, 1, phandle ? &phandle : NULL);
 	pthread_mutex_unlock(&d->mu);
 	STAT_ADD(op_isend, 1);
+	prof_start(r, phandle ? &phandle : NULL);
 	*request = r;
 	return ncclSuccess;
 }
@@ -2590,7 +2734,7 @@ static uint32_t zc_post(struct odlp_dev *d, struct odlp_req *r, int i, void *mha
 }
 
 static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_t *sizes, int *tags,
-			       void **mhandles, void **request)
+			       void **mhandles, void **phandles, void **request)
 {
 	struct odlp_comm *c = recvComm;
 	struct wire_cts_ent ent[MAX_RECVS];
@@ -2639,8 +2783,10 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 			      .idx = (uint32_t)n };
 	queue_ctrl(d, c->peer_port, &h, ent, (uint32_t)(n * sizeof(ent[0])));
 	tx_pump(d);
+	prof_fill(r, n, phandles);
 	pthread_mutex_unlock(&d->mu);
 	STAT_ADD(op_irecv, 1);
+	prof_start(r, phandles);
 	*request = r;
 	return ncclSuccess;
 }
@@ -2704,6 +2850,7 @@ static ncclResult_t core_test(void *request, int *done, int *sizes)
 	struct odlp_comm *c;
 	struct odlp_dev *d;
 	ncclResult_t res = ncclSuccess;
+	struct prof_done pdn = { 0 };
 
 	if (done)
 		*done = 0;
@@ -2732,11 +2879,15 @@ static ncclResult_t core_test(void *request, int *done, int *sizes)
 										  : r->rtotal[i]);
 		}
 		res = r->err;
+		if (r->nprof)
+			prof_take(r, (int32_t)res, &pdn);
 		r->in_use = 0;
 	} else {
 		res = comm_state_err(c);
 	}
 	pthread_mutex_unlock(&d->mu);
+	if (pdn.n)
+		prof_stop(&pdn);
 	return res == ncclSuccess ? res : fail(res);
 }
 
@@ -2758,8 +2909,11 @@ static ncclResult_t once_init(ncclDebugLogger_t l)
 static ncclResult_t v7_init(ncclDebugLogger_t l) { return once_init(l); }
 static ncclResult_t v10_init(ncclDebugLogger_t l, ncclProfilerCallback_t p)
 {
-	(void)p;
-	return once_init(l);
+	ncclResult_t r = once_init(l);
+
+	if (r == ncclSuccess && p)
+		__atomic_store_n(&g_prof, p, __ATOMIC_RELEASE);
+	return r;
 }
 
 /*
@@ -2800,7 +2954,6 @@ static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11
 	struct odlp_ctx *c;
 	ncclResult_t r;
 
-	(void)p;
 	if (!ctx)
 		return fail(ncclInvalidArgument);
 	*ctx = NULL;
@@ -2812,6 +2965,8 @@ static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11
 		free(c);
 		return r;
 	}
+	if (p)
+		__atomic_store_n(&g_prof, p, __ATOMIC_RELEASE);
 	if (cfg && cfg->trafficClass != -1)
 		INFO("communicator %016llx: traffic class %d ignored (the link has one)",
 		     (unsigned long long)comm_id, cfg->trafficClass);
@@ -3004,17 +3159,16 @@ static ncclResult_t v7_isend(void *c, void *d, int size, int tag, void *mh, void
 			*req = NULL;
 		return fail(ncclInternalError);
 	}
-	return core_isend(c, d, (uint64_t)size, tag, mh, req);
+	return core_isend(c, d, (uint64_t)size, tag, mh, NULL, req);
 }
 static ncclResult_t v9_isend(void *c, void *d, size_t size, int tag, void *mh, void **req)
 {
-	return core_isend(c, d, size, tag, mh, req);
+	return core_isend(c, d, size, tag, mh, NULL, req);
 }
 static ncclResult_t v10_isend(void *c, void *d, size_t size, int tag, void *mh, void *ph,
 			      void **req)
 {
-	(void)ph;
-	return core_isend(c, d, size, tag, mh, req);
+	return core_isend(c, d, size, tag, mh, ph, req);
 }
 static ncclResult_t v7_irecv(void *c, int n, void **d, int *sizes, int *tags, void **mh,
 			     void **req)
@@ -3030,10 +3184,11 @@ static ncclResult_t v7_irecv(void *c, int n, void **d, int *sizes, int *tags, vo
 			return fail(ncclInternalError);
 		s[i] = (uint64_t)sizes[i];
 	}
-	return core_irecv(c, n, d, s, tags, mh, req);
+	return core_irecv(c, n, d, s, tags, mh, NULL, req);
 }
-static ncclResult_t v9_irecv(void *c, int n, void **d, size_t *sizes, int *tags, void **mh,
-			     void **req)
+/* irecv with size_t sizes (v9+) and, from v10 on, NCCL's phandles */
+static ncclResult_t sz_irecv(void *c, int n, void **d, const size_t *sizes, int *tags, void **mh,
+			     void **ph, void **req)
 {
 	uint64_t s[MAX_RECVS];
 
@@ -3043,13 +3198,17 @@ static ncclResult_t v9_irecv(void *c, int n, void **d, size_t *sizes, int *tags,
 		return fail(ncclInternalError);
 	for (int i = 0; i < n; i++)
 		s[i] = sizes[i];
-	return core_irecv(c, n, d, s, tags, mh, req);
+	return core_irecv(c, n, d, s, tags, mh, ph, req);
+}
+static ncclResult_t v9_irecv(void *c, int n, void **d, size_t *sizes, int *tags, void **mh,
+			     void **req)
+{
+	return sz_irecv(c, n, d, sizes, tags, mh, NULL, req);
 }
 static ncclResult_t v10_irecv(void *c, int n, void **d, size_t *sizes, int *tags, void **mh,
 			      void **ph, void **req)
 {
-	(void)ph;
-	return v9_irecv(c, n, d, sizes, tags, mh, req);
+	return sz_irecv(c, n, d, sizes, tags, mh, ph, req);
 }
 static ncclResult_t p_regMrDmaBuf(void *c, void *d, size_t size, int type, uint64_t offset,
 				  int fd, void **mh)

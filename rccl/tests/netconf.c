@@ -111,6 +111,7 @@
 #endif
 
 #include "odl_nccl_net.h"
+#include "odl_tb5_rccl_profiler.h"
 #include "odl_tb5_rccl_stats.h"
 
 /* ------------------------------------------------------------------ */
@@ -352,6 +353,128 @@ static void logger(ncclDebugLogLevel lvl, unsigned long flags, const char *file,
 	fputc('\n', stderr);
 }
 
+/*
+ * A stand-in for NCCL's profiler callback (v10+). NCCL passes its callback
+ * to init and a non-NULL phandle with every isend and irecv entry, profiler
+ * plugin or not; this one checks every event the plugin reports (see
+ * odl_tb5_rccl_profiler.h): a start only in the thread inside an isend or
+ * irecv, with one of the phandles that call handed over, our plugin id and
+ * a descriptor of what was posted; then exactly one update (done, the
+ * outcome) and one stop, in the thread inside the test() that saw the
+ * request done, or inside the closeSend/closeRecv of a comm the request was
+ * still open on (status ODL_TB5_PROFILE_CLOSED). The benchmark's callback
+ * only counts, like NCCL's without a profiler plugin.
+ */
+#define PH_POOL 64
+static char g_ph_pool[PH_POOL]; /* the phandles handed out: their addresses */
+static _Atomic unsigned g_ph_next;
+static bool g_prof_validate = true;
+static _Atomic long g_pev_starts, g_pev_updates, g_pev_stops, g_pev_live;
+/* the call the current thread is in: 0 none, 1 isend, 2 irecv, 3 test,
+ * 4 closeSend/closeRecv */
+static __thread int t_call;
+static __thread void *const *t_call_ph; /* its phandles */
+static __thread int t_call_n;
+static __thread const size_t *t_call_sizes;
+static __thread const int *t_call_tags;
+/* the last updates seen (t_profiler reads them), by this thread */
+static __thread odl_tb5_profiler_descr_v1_t t_last_upd[8];
+static __thread int t_nupd;
+
+#define PEV_MAGIC 0x50455631u
+struct pev {
+	unsigned magic;
+	int updated;
+	void *ph;
+	odl_tb5_profiler_descr_v1_t start;
+};
+
+static void *ph_take(void)
+{
+	return &g_ph_pool[atomic_fetch_add(&g_ph_next, 1) % PH_POOL];
+}
+
+static ncclResult_t prof_cb(void **eh, int type, void *ph, int64_t id, void *ext)
+{
+	const odl_tb5_profiler_descr_v1_t *pd = ext;
+	struct pev *ev;
+
+	if (!g_prof_validate) {
+		if (type == 0)
+			g_pev_starts++;
+		return ncclSuccess;
+	}
+	CHECK(eh, "profiler callback type %d without an event handle pointer", type);
+	switch (type) {
+	case 0: {
+		int k;
+
+		CHECK(t_call == 1 || t_call == 2,
+		      "profiler start outside isend/irecv (thread in call %d)", t_call);
+		CHECK(id == ODL_TB5_PROFILER_NET_ID, "profiler start: plugin id %#llx",
+		      (unsigned long long)id);
+		CHECK(pd && pd->type == ODL_TB5_PROFILE_MSG && !pd->done,
+		      "profiler start: descriptor %p type %d done %d", ext, pd ? pd->type : -1,
+		      pd ? pd->done : -1);
+		k = pd->entry;
+		CHECK(k >= 0 && k < t_call_n && t_call_ph && ph == t_call_ph[k],
+		      "profiler start: phandle %p is not entry %d's (%d entries)", ph, k, t_call_n);
+		CHECK(pd->is_send == (t_call == 1) && pd->size == t_call_sizes[k] &&
+			      pd->tag == t_call_tags[k],
+		      "profiler start: descriptor says send %d, %llu bytes, tag %d; posted %s of %zu, tag %d",
+		      pd->is_send, (unsigned long long)pd->size, pd->tag,
+		      t_call == 1 ? "send" : "receive", t_call_sizes[k], t_call_tags[k]);
+		ev = calloc(1, sizeof(*ev));
+		CHECK(ev, "out of memory");
+		ev->magic = PEV_MAGIC;
+		ev->ph = ph;
+		ev->start = *pd;
+		*eh = ev;
+		g_pev_starts++;
+		g_pev_live++;
+		return ncclSuccess;
+	}
+	case 2:
+	case 1:
+		ev = *eh;
+		CHECK(t_call == 3 || t_call == 4,
+		      "profiler %s outside test() and close (thread in call %d)",
+		      type == 2 ? "update" : "stop", t_call);
+		CHECK(ev && ev->magic == PEV_MAGIC, "profiler %s of an event never started (%p)",
+		      type == 2 ? "update" : "stop", (void *)ev);
+		if (type == 2) {
+			CHECK(!ev->updated, "profiler: a second update of one event");
+			CHECK(id == ODL_TB5_PROFILER_NET_ID && pd && pd->done == 1 &&
+				      pd->is_send == ev->start.is_send &&
+				      pd->entry == ev->start.entry && pd->tag == ev->start.tag &&
+				      pd->comm_id == ev->start.comm_id,
+			      "profiler update: descriptor does not match its start");
+			CHECK((t_call == 4) == (pd->status == ODL_TB5_PROFILE_CLOSED),
+			      "profiler update: status %d in %s", pd->status,
+			      t_call == 4 ? "a close" : "test()");
+			CHECK(pd->status != ncclSuccess || (pd->is_send ? pd->size == ev->start.size
+									 : pd->size <= ev->start.size),
+			      "profiler update: %llu bytes for a %s of %llu",
+			      (unsigned long long)pd->size, pd->is_send ? "send" : "receive",
+			      (unsigned long long)ev->start.size);
+			ev->updated = 1;
+			t_last_upd[t_nupd++ % 8] = *pd;
+			g_pev_updates++;
+			return ncclSuccess;
+		}
+		CHECK(ev->updated, "profiler stop without the update");
+		ev->magic = 0;
+		free(ev);
+		*eh = NULL;
+		g_pev_stops++;
+		g_pev_live--;
+		return ncclSuccess;
+	default:
+		FAILF("profiler callback with event type %d", type);
+	}
+	return ncclSuccess;
+}
+
 static ncclResult_t n_init(ncclDebugLogger_t l)
 {
 	if (g_api >= 11) {
@@ -360,7 +483,7 @@ static ncclResult_t n_init(ncclDebugLogger_t l)
 		ncclResult_t r;
 
 		CHECK(g_nctx < MAX_CTX, "too many contexts");
-		r = T11->init(&ctx, ++g_comm_id, &cfg, l, NULL);
+		r = T11->init(&ctx, ++g_comm_id, &cfg, l, prof_cb);
 		if (r != ncclSuccess) {
 			CHECK(ctx == NULL, "failed init left a context");
 			return r;
@@ -369,7 +492,7 @@ static ncclResult_t n_init(ncclDebugLogger_t l)
 		g_ctx = g_ctxs[g_nctx++] = ctx;
 		return r;
 	}
-	return g_api >= 10 ? T10->init(l, NULL) : T7->init(l);
+	return g_api >= 10 ? T10->init(l, prof_cb) : T7->init(l);
 }
 /* v11+: finalize every context init handed out (NCCL: each communicator's
  * at its destruction) */
@@ -479,13 +602,46 @@ static ncclResult_t n_regmr_dmabuf(void *c, void *d, size_t size, int type, uint
 {
 	return T7->regMrDmaBuf(c, d, size, type, off, fd, mh);
 }
+/* v10+ isend with this phandle (NULL: none), like NCCL's proxy */
+static ncclResult_t n_isend_ph(void *c, void *d, size_t size, int tag, void *mh, void *ph,
+			       void **req)
+{
+	ncclResult_t r;
+
+	t_call = 1;
+	t_call_ph = &ph;
+	t_call_n = 1;
+	t_call_sizes = &size;
+	t_call_tags = &tag;
+	r = T10->isend(c, d, size, tag, mh, ph, req);
+	t_call = 0;
+	return r;
+}
 static ncclResult_t n_isend(void *c, void *d, size_t size, int tag, void *mh, void **req)
 {
 	if (g_api <= 8)
 		return T7->isend(c, d, (int)size, tag, mh, req);
 	if (g_api == 9)
 		return T9->isend(c, d, size, tag, mh, req);
-	return T10->isend(c, d, size, tag, mh, NULL, req);
+	return n_isend_ph(c, d, size, tag, mh, ph_take(), req);
+}
+/* v10+ irecv with these phandles (NULL: none) */
+static ncclResult_t n_irecv_ph(void *c, int n, void **d, const size_t *sizes, int *tags, void **mh,
+			       void **ph, void **req)
+{
+	size_t ss[8];
+	ncclResult_t r;
+
+	for (int i = 0; i < n && i < 8; i++)
+		ss[i] = sizes[i];
+	t_call = 2;
+	t_call_ph = ph;
+	t_call_n = n;
+	t_call_sizes = sizes;
+	t_call_tags = tags;
+	r = T10->irecv(c, n, d, ss, tags, mh, ph, req);
+	t_call = 0;
+	return r;
 }
 static ncclResult_t n_irecv(void *c, int n, void **d, const size_t *sizes, int *tags, void **mh,
 			    void **req)
@@ -497,20 +653,45 @@ static ncclResult_t n_irecv(void *c, int n, void **d, const size_t *sizes, int *
 	for (int i = 0; i < n && i < 8; i++) {
 		is[i] = (int)sizes[i];
 		ss[i] = sizes[i];
+		ph[i] = ph_take();
 	}
 	if (g_api <= 8)
 		return T7->irecv(c, n, d, is, tags, mh, req);
 	if (g_api == 9)
 		return T9->irecv(c, n, d, ss, tags, mh, req);
-	return T10->irecv(c, n, d, ss, tags, mh, ph, req);
+	return n_irecv_ph(c, n, d, sizes, tags, mh, ph, req);
 }
 static ncclResult_t n_iflush(void *c, int n, void **d, int *sizes, void **mh, void **req)
 {
 	return T7->iflush(c, n, d, sizes, mh, req);
 }
-static ncclResult_t n_test(void *r, int *done, int *sizes) { return T7->test(r, done, sizes); }
-static ncclResult_t n_closeSend(void *c) { return T7->closeSend(c); }
-static ncclResult_t n_closeRecv(void *c) { return T7->closeRecv(c); }
+static ncclResult_t n_test(void *r, int *done, int *sizes)
+{
+	ncclResult_t res;
+
+	t_call = 3;
+	res = T7->test(r, done, sizes);
+	t_call = 0;
+	return res;
+}
+static ncclResult_t n_closeSend(void *c)
+{
+	ncclResult_t res;
+
+	t_call = 4;
+	res = T7->closeSend(c);
+	t_call = 0;
+	return res;
+}
+static ncclResult_t n_closeRecv(void *c)
+{
+	ncclResult_t res;
+
+	t_call = 4;
+	res = T7->closeRecv(c);
+	t_call = 0;
+	return res;
+}
 static ncclResult_t n_closeListen(void *c) { return T7->closeListen(c); }
 
 /* ------------------------------------------------------------------ */
@@ -1174,6 +1355,83 @@ static void t_grouped(void *s, void *r)
 	area_free(&sa, s);
 	area_free(&ra, r);
 	pass("grouped receives n = 1..8 with tags (members sent in reverse order, a 0-byte member)");
+}
+
+/*
+ * v10+: the profiler events of a grouped receive and of sends, some posted
+ * with a phandle and some without: one event per phandle, started in the
+ * posting call, updated with what arrived and stopped in the test() that
+ * saw the request done (prof_cb checks each event on the way).
+ */
+static void t_profiler(void *s, void *r)
+{
+	static const size_t len[3] = { 100, 0, 700 };
+	struct area sa, ra;
+	size_t cap[3] = { 1000, 1000, 1000 };
+	void *d[3], *mh[3], *rph[3], *sreq[3], *rreq = NULL;
+	int tags[3], sizes[3];
+	long st0 = g_pev_starts, up0 = g_pev_updates, sp0 = g_pev_stops, live0 = g_pev_live;
+	int found = 0;
+
+	area_init(&sa, s, 3 * 1024);
+	area_init(&ra, r, 3 * 1024);
+	for (int i = 0; i < 3; i++) {
+		d[i] = ra.p + (size_t)i * 1024;
+		mh[i] = ra.mh;
+		tags[i] = 200 + i;
+		rph[i] = i == 1 ? NULL : ph_take();
+	}
+	barrier();
+	for (double t0 = now_s(); !rreq; poll_pause()) {
+		OKR(n_irecv_ph(r, 3, d, cap, tags, mh, rph, &rreq), "irecv");
+		CHECK(rreq || now_s() - t0 < g_deadline_s, "irecv never accepted");
+	}
+	CHECK(g_pev_starts - st0 == 2, "grouped receive with 2 phandles of 3: %ld events started",
+	      g_pev_starts - st0);
+	for (int i = 0; i < 3; i++) {
+		fill(sa.p + (size_t)i * 1024, len[i], 9100u + (uint32_t)i);
+		sreq[i] = NULL;
+		for (double t0 = now_s();; poll_pause()) {
+			OKR(n_isend_ph(s, sa.p + (size_t)i * 1024, len[i], 200 + i, sa.mh,
+				       i == 1 ? NULL : ph_take(), &sreq[i]),
+			    "isend");
+			if (sreq[i])
+				break;
+			CHECK(now_s() - t0 < g_deadline_s, "isend never accepted");
+		}
+	}
+	CHECK(g_pev_starts - st0 == 4, "and 2 sends of 3 with phandles: %ld events started",
+	      g_pev_starts - st0);
+	CHECK(g_pev_updates == up0 && g_pev_stops == sp0,
+	      "events updated or stopped before any test()");
+	for (int i = 0; i < 3; i++)
+		OKR(wait_req(sreq[i], NULL), "test(send)");
+	t_nupd = 0;
+	OKR(wait_req(rreq, sizes), "test(grouped recv)");
+	CHECK(t_nupd == 2, "the grouped receive's test updated %d events, want 2", t_nupd);
+	for (int k = 0; k < 2; k++) {
+		const odl_tb5_profiler_descr_v1_t *u = &t_last_upd[k];
+
+		CHECK(!u->is_send && u->status == 0 && (u->entry == 0 || u->entry == 2) &&
+			      u->size == len[u->entry] && u->tag == 200 + u->entry &&
+			      (u->path == ODL_TB5_PROFILE_STAGED ||
+			       u->path == ODL_TB5_PROFILE_ZERO_COPY),
+		      "receive event update: entry %d, %llu bytes, tag %d, status %d, path %d",
+		      u->entry, (unsigned long long)u->size, u->tag, u->status, u->path);
+		found |= 1 << u->entry;
+	}
+	CHECK(found == 5, "events of entries 0 and 2 updated (mask %#x)", found);
+	for (int i = 0; i < 3; i++)
+		CHECK((size_t)sizes[i] == len[i] && verify(d[i], len[i], 9100u + (uint32_t)i),
+		      "entry %d: %d bytes", i, sizes[i]);
+	CHECK(g_pev_updates - up0 == 4 && g_pev_stops - sp0 == 4 && g_pev_live == live0,
+	      "after the tests: %ld updates, %ld stops, %ld events open (want 4, 4, %ld)",
+	      g_pev_updates - up0, g_pev_stops - sp0, g_pev_live, live0);
+	barrier();
+	area_free(&sa, s);
+	area_free(&ra, r);
+	pass("profiler events (v10+): one per phandle of a send or receive entry, started in "
+	     "isend/irecv, updated with the size and stopped in test()");
 }
 
 static void t_saturation(void *s, void *r)
@@ -3208,6 +3466,10 @@ static void run_rank(int want_api)
 	barrier();
 	t_grouped(s, r);
 	barrier();
+	if (g_api >= 10) {
+		t_profiler(s, r);
+		barrier();
+	}
 	if (!g_shared) {
 		t_saturation(s, r);
 		barrier();
@@ -3340,7 +3602,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--call-bound") && v)
 			g_call_bound_s = atof(v), i++;
 		else if (!strcmp(a, "--bench") && v)
-			g_bench_bytes = (size_t)strtoull(v, NULL, 0), i++;
+			g_bench_bytes = (size_t)strtoull(v, NULL, 0), g_prof_validate = false, i++;
 		else if (!strcmp(a, "--iters") && v)
 			g_bench_iters = atoi(v), i++;
 		else if (!strcmp(a, "--op") && v && (!strcmp(v, "sum") || !strcmp(v, "none")))

@@ -225,6 +225,23 @@ START_TEST(t_pong_coalesced)
 }
 END_TEST
 
+/* broken messages from the peer are all counted, and logged a bounded
+ * number of times (then once that the rest are only counted) */
+START_TEST(t_peer_warns_bounded)
+{
+	struct wire_hdr h = { .magic = WIRE_MAGIC, .type = 99, .dst = 1 };
+	char shortmsg[8] = { 0 };
+
+	for (int i = 0; i < 100; i++)
+		handle_msg(&td, (const char *)&h, sizeof(h), 1);
+	for (int i = 0; i < 100; i++)
+		handle_msg(&td, shortmsg, sizeof(shortmsg), 1);
+	ck_assert_uint_eq(g_stats->errors, 200);
+	ck_assert_int_eq(t_warns, PEER_WARN_MAX + 1);
+	ck_assert_int_eq(nqueued(0, 0), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rccl-wire");
@@ -244,6 +261,7 @@ int main(void)
 	tcase_add_test(tc, t_conn_bounded);
 	tcase_add_test(tc, t_rej_flood_bounded);
 	tcase_add_test(tc, t_pong_coalesced);
+	tcase_add_test(tc, t_peer_warns_bounded);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
