@@ -49,7 +49,7 @@ RCCL_STATS_STATIC   := $(RCCL_OUT)/odl_tb5_rccl_stats.static
 RCCL_TIMEOUT  ?= 600
 RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
 
-.PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan \
+.PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-stats \
         unit-rccl-static bench-rccl
 
 rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF) $(RCCL_NETCONF_STATIC) \
@@ -91,7 +91,14 @@ $(RCCL_OUT)/abi_check: $(RCCL_DIR)/tests/abi_check.c $(RCCL_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(RCCL_CFLAGS) -pedantic -o $@ $<
 
-unit-rccl: unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-static
+unit-rccl: unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-static \
+  unit-rccl-stats
+
+# The statistics reader: --layout, a file written from it read back, --watch
+# over a file whose counters the check adds to (the reported changes and
+# rates must account for exactly that), refusals
+unit-rccl-stats: $(RCCL_STATS)
+	python3 $(RCCL_DIR)/tests/stats_tool_check.py $(RCCL_STATS) $(RCCL_OUT)/stats-tool-check
 
 # Check tests of the plugin's pure wire checks (plugin.c included, with the
 # sanitizers): a hostile peer's DATA header must not reach memcpy

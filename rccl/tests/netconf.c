@@ -674,24 +674,18 @@ static ncclResult_t n_test(void *r, int *done, int *sizes)
 	t_call = 0;
 	return res;
 }
-static ncclResult_t n_closeSend(void *c)
+/* closeSend/closeRecv: profiler events of requests still open end inside */
+static ncclResult_t n_close_sr(ncclResult_t (*close_fn)(void *), void *c)
 {
 	ncclResult_t res;
 
 	t_call = 4;
-	res = T7->closeSend(c);
+	res = close_fn(c);
 	t_call = 0;
 	return res;
 }
-static ncclResult_t n_closeRecv(void *c)
-{
-	ncclResult_t res;
-
-	t_call = 4;
-	res = T7->closeRecv(c);
-	t_call = 0;
-	return res;
-}
+static ncclResult_t n_closeSend(void *c) { return n_close_sr(T7->closeSend, c); }
+static ncclResult_t n_closeRecv(void *c) { return n_close_sr(T7->closeRecv, c); }
 static ncclResult_t n_closeListen(void *c) { return T7->closeListen(c); }
 
 /* ------------------------------------------------------------------ */
