@@ -572,7 +572,6 @@ int odl_queue_send(struct odl_dev *dev, struct odl_send *s)
  * RX
  */
 
-/* Give the finished (or failed) message to its file (dev->lock held). */
 /* Forget the messages remembered as reported (see odl_rx_failed_add) */
 static void odl_rx_failed_forget(struct odl_dev *dev)
 {
@@ -580,6 +579,7 @@ static void odl_rx_failed_forget(struct odl_dev *dev)
 	dev->rx.failed_next = 0;
 }
 
+/* Give the finished (or failed) message to its file (dev->lock held). */
 static void odl_rx_finish(struct odl_dev *dev, int status)
 {
 	struct odl_file *f;

@@ -562,6 +562,25 @@ static void progress_notify(void)
 /* NCCL's profiler callback from a v10+ init; NULL: none */
 static ncclProfilerCallback_t g_prof;
 
+/* Entry i's tag, size and path in pd: as posted (the capacity of a
+ * receive, the path planned) or, done, as the message ended (d->mu held) */
+static void prof_describe(const struct odlp_req *r, int i, bool done,
+			  odl_tb5_profiler_descr_v1_t *pd)
+{
+	bool zc;
+
+	if (r->is_send) {
+		pd->tag = r->stag;
+		pd->size = r->ssize;
+		zc = r->szc;
+	} else {
+		pd->tag = r->rtag[i];
+		pd->size = done ? r->rtotal[i] : r->rcap[i];
+		zc = done ? r->rzc[i] : r->rkey[i] != 0;
+	}
+	pd->path = zc ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
+}
+
 /*
  * Describe the events of request r just posted with NCCL's phandles ph
  * (n of them; d->mu held, so the entries' paths are read safely). Nothing
@@ -584,15 +603,7 @@ static void prof_fill(struct odlp_req *r, int n, void *const *ph)
 		pd->entry = i;
 		pd->comm_id = c->id;
 		pd->peer_port = c->peer_port;
-		if (r->is_send) {
-			pd->tag = r->stag;
-			pd->size = r->ssize;
-			pd->path = r->szc ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
-		} else {
-			pd->tag = r->rtag[i];
-			pd->size = r->rcap[i];
-			pd->path = r->rkey[i] ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
-		}
+		prof_describe(r, i, false, pd);
 	}
 }
 
@@ -633,13 +644,7 @@ static void prof_take(struct odlp_req *r, int32_t status, struct prof_done *pdn)
 		*pd = r->pd[i];
 		pd->done = 1;
 		pd->status = status;
-		if (r->is_send) {
-			pd->size = r->ssize;
-			pd->path = r->szc ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
-		} else {
-			pd->size = r->rtotal[i];
-			pd->path = r->rzc[i] ? ODL_TB5_PROFILE_ZERO_COPY : ODL_TB5_PROFILE_STAGED;
-		}
+		prof_describe(r, i, true, pd);
 		r->pev[i] = NULL;
 	}
 	r->nprof = 0;
@@ -767,18 +772,17 @@ static void queue_ctrl(struct odlp_dev *d, uint32_t dport, const struct wire_hdr
  * Queue an answer to a message of the peer, bounded: at most one PONG per
  * port waits (more say nothing new) and at most ANSWERS_MAX answers in all,
  * so a peer that floods PINGs or bad CONNs cannot grow the queue without
- * end. False: dropped (counted in errors).
+ * end. An answer beyond the bound is dropped (counted in errors).
  */
-static bool queue_answer(struct odlp_dev *d, uint32_t dport, const struct wire_hdr *h)
+static void queue_answer(struct odlp_dev *d, uint32_t dport, const struct wire_hdr *h)
 {
 	if (h->type == M_PONG && d->pong_queued[dport])
-		return false;
+		return;
 	if (d->cq_answers >= ANSWERS_MAX) {
 		STAT_ADD(errors, 1);
-		return false;
+		return;
 	}
 	queue_ctrl(d, dport, h, NULL, 0);
-	return true;
 }
 
 /* take the control queue's head (there is one) */

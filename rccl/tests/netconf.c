@@ -385,13 +385,19 @@ static __thread int t_nupd;
 struct pev {
 	unsigned magic;
 	int updated;
-	void *ph;
 	odl_tb5_profiler_descr_v1_t start;
 };
 
 static void *ph_take(void)
 {
 	return &g_ph_pool[atomic_fetch_add(&g_ph_next, 1) % PH_POOL];
+}
+
+/* fresh phandles for the n entries of a receive */
+static void ph_fill(void **ph, int n)
+{
+	for (int i = 0; i < n && i < 8; i++)
+		ph[i] = ph_take();
 }
 
 static ncclResult_t prof_cb(void **eh, int type, void *ph, int64_t id, void *ext)
@@ -427,7 +433,6 @@ static ncclResult_t prof_cb(void **eh, int type, void *ph, int64_t id, void *ext
 		ev = calloc(1, sizeof(*ev));
 		CHECK(ev, "out of memory");
 		ev->magic = PEV_MAGIC;
-		ev->ph = ph;
 		ev->start = *pd;
 		*eh = ev;
 		g_pev_starts++;
@@ -602,12 +607,17 @@ static ncclResult_t n_regmr_dmabuf(void *c, void *d, size_t size, int type, uint
 {
 	return T7->regMrDmaBuf(c, d, size, type, off, fd, mh);
 }
-/* v10+ isend with this phandle (NULL: none), like NCCL's proxy */
+/* isend with this phandle (NULL: none; the tables before v10 take none),
+ * like NCCL's proxy */
 static ncclResult_t n_isend_ph(void *c, void *d, size_t size, int tag, void *mh, void *ph,
 			       void **req)
 {
 	ncclResult_t r;
 
+	if (g_api <= 8)
+		return T7->isend(c, d, (int)size, tag, mh, req);
+	if (g_api == 9)
+		return T9->isend(c, d, size, tag, mh, req);
 	t_call = 1;
 	t_call_ph = &ph;
 	t_call_n = 1;
@@ -619,21 +629,24 @@ static ncclResult_t n_isend_ph(void *c, void *d, size_t size, int tag, void *mh,
 }
 static ncclResult_t n_isend(void *c, void *d, size_t size, int tag, void *mh, void **req)
 {
-	if (g_api <= 8)
-		return T7->isend(c, d, (int)size, tag, mh, req);
-	if (g_api == 9)
-		return T9->isend(c, d, size, tag, mh, req);
 	return n_isend_ph(c, d, size, tag, mh, ph_take(), req);
 }
-/* v10+ irecv with these phandles (NULL: none) */
+/* irecv with these phandles (NULL: none; v10+ only) */
 static ncclResult_t n_irecv_ph(void *c, int n, void **d, const size_t *sizes, int *tags, void **mh,
 			       void **ph, void **req)
 {
+	int is[8];
 	size_t ss[8];
 	ncclResult_t r;
 
-	for (int i = 0; i < n && i < 8; i++)
+	for (int i = 0; i < n && i < 8; i++) {
+		is[i] = (int)sizes[i];
 		ss[i] = sizes[i];
+	}
+	if (g_api <= 8)
+		return T7->irecv(c, n, d, is, tags, mh, req);
+	if (g_api == 9)
+		return T9->irecv(c, n, d, ss, tags, mh, req);
 	t_call = 2;
 	t_call_ph = ph;
 	t_call_n = n;
@@ -646,19 +659,9 @@ static ncclResult_t n_irecv_ph(void *c, int n, void **d, const size_t *sizes, in
 static ncclResult_t n_irecv(void *c, int n, void **d, const size_t *sizes, int *tags, void **mh,
 			    void **req)
 {
-	int is[8];
-	size_t ss[8];
-	void *ph[8] = { 0 };
+	void *ph[8];
 
-	for (int i = 0; i < n && i < 8; i++) {
-		is[i] = (int)sizes[i];
-		ss[i] = sizes[i];
-		ph[i] = ph_take();
-	}
-	if (g_api <= 8)
-		return T7->irecv(c, n, d, is, tags, mh, req);
-	if (g_api == 9)
-		return T9->irecv(c, n, d, ss, tags, mh, req);
+	ph_fill(ph, n);
 	return n_irecv_ph(c, n, d, sizes, tags, mh, ph, req);
 }
 static ncclResult_t n_iflush(void *c, int n, void **d, int *sizes, void **mh, void **req)
@@ -800,14 +803,14 @@ static bool verify(const void *p, size_t n, uint32_t seed)
 	return true;
 }
 
-/* Post with NULL-request retry (bounded). */
-static void *post_send(void *c, void *d, size_t n, int tag, void *mh)
+/* Post with NULL-request retry (bounded), with NCCL's phandle(s) (NULL: none). */
+static void *post_send_ph(void *c, void *d, size_t n, int tag, void *mh, void *ph)
 {
 	void *req = NULL;
 	double t0 = now_s();
 
 	for (;;) {
-		OKR(TIMED(n_isend(c, d, n, tag, mh, &req), "isend"), "isend");
+		OKR(TIMED(n_isend_ph(c, d, n, tag, mh, ph, &req), "isend"), "isend");
 		if (req)
 			return req;
 		CHECK(now_s() - t0 < g_deadline_s, "isend never accepted");
@@ -815,18 +818,32 @@ static void *post_send(void *c, void *d, size_t n, int tag, void *mh)
 	}
 }
 
-static void *post_recv(void *c, int n, void **d, const size_t *sz, int *tags, void **mh)
+static void *post_send(void *c, void *d, size_t n, int tag, void *mh)
+{
+	return post_send_ph(c, d, n, tag, mh, ph_take());
+}
+
+static void *post_recv_ph(void *c, int n, void **d, const size_t *sz, int *tags, void **mh,
+			  void **ph)
 {
 	void *req = NULL;
 	double t0 = now_s();
 
 	for (;;) {
-		OKR(TIMED(n_irecv(c, n, d, sz, tags, mh, &req), "irecv"), "irecv");
+		OKR(TIMED(n_irecv_ph(c, n, d, sz, tags, mh, ph, &req), "irecv"), "irecv");
 		if (req)
 			return req;
 		CHECK(now_s() - t0 < g_deadline_s, "irecv never accepted");
 		poll_pause();
 	}
+}
+
+static void *post_recv(void *c, int n, void **d, const size_t *sz, int *tags, void **mh)
+{
+	void *ph[8];
+
+	ph_fill(ph, n);
+	return post_recv_ph(c, n, d, sz, tags, mh, ph);
 }
 
 /* Test until done; returns the test result of the completing call. */
@@ -1362,7 +1379,7 @@ static void t_profiler(void *s, void *r)
 	static const size_t len[3] = { 100, 0, 700 };
 	struct area sa, ra;
 	size_t cap[3] = { 1000, 1000, 1000 };
-	void *d[3], *mh[3], *rph[3], *sreq[3], *rreq = NULL;
+	void *d[3], *mh[3], *rph[3], *sreq[3], *rreq;
 	int tags[3], sizes[3];
 	long st0 = g_pev_starts, up0 = g_pev_updates, sp0 = g_pev_stops, live0 = g_pev_live;
 	int found = 0;
@@ -1376,23 +1393,13 @@ static void t_profiler(void *s, void *r)
 		rph[i] = i == 1 ? NULL : ph_take();
 	}
 	barrier();
-	for (double t0 = now_s(); !rreq; poll_pause()) {
-		OKR(n_irecv_ph(r, 3, d, cap, tags, mh, rph, &rreq), "irecv");
-		CHECK(rreq || now_s() - t0 < g_deadline_s, "irecv never accepted");
-	}
+	rreq = post_recv_ph(r, 3, d, cap, tags, mh, rph);
 	CHECK(g_pev_starts - st0 == 2, "grouped receive with 2 phandles of 3: %ld events started",
 	      g_pev_starts - st0);
 	for (int i = 0; i < 3; i++) {
 		fill(sa.p + (size_t)i * 1024, len[i], 9100u + (uint32_t)i);
-		sreq[i] = NULL;
-		for (double t0 = now_s();; poll_pause()) {
-			OKR(n_isend_ph(s, sa.p + (size_t)i * 1024, len[i], 200 + i, sa.mh,
-				       i == 1 ? NULL : ph_take(), &sreq[i]),
-			    "isend");
-			if (sreq[i])
-				break;
-			CHECK(now_s() - t0 < g_deadline_s, "isend never accepted");
-		}
+		sreq[i] = post_send_ph(s, sa.p + (size_t)i * 1024, len[i], 200 + i, sa.mh,
+				       i == 1 ? NULL : ph_take());
 	}
 	CHECK(g_pev_starts - st0 == 4, "and 2 sends of 3 with phandles: %ld events started",
 	      g_pev_starts - st0);
