@@ -6,7 +6,10 @@
 #
 #   bench/rccl.sh [--size MiB] [--rounds N] [--iters N] [--slice BYTES]...
 #                 [--cpu MODEL] [--smp N] [--reducer inline|thread] [--no-staged]
+#                 [--what all|bandwidth|latency] [--lat-sizes LIST] [--lat-iters N]
 #
+# --what (default all): the bandwidth part below, the latency part (after
+# it), or both in the same rounds.
 # Per round (the order of raw and plugin alternates between rounds):
 #   raw        odl_tb5_cli --test bandwidth, SIZE MiB in 1 MiB messages a->b,
 #              --no-verify; the receiver's rate (rx_bw_gbps: bytes delivered /
@@ -52,7 +55,20 @@
 # the plugin (as on a GPU system, where the GPU reduces while NCCL's proxy
 # thread drives the network), or in the driving thread as each slice arrives;
 # every round also runs the other one on the headline slice.
-# Results: bench/results/rccl-allreduce-<UTC>.{txt,json}.
+# Latency, per round in the same pair (order alternating like the rest):
+#   raw        odl_tb5_cli --test latency (ping-pong, verified) per size of
+#              --lat-sizes (default 8,4096,65536), --lat-iters (2000)
+#              messages: one-way latency = round trip / 2
+#   plugin     netconf.static --bench-lat: the same ping-pong over the
+#              plugin (registered buffers, receives posted ahead as NCCL's
+#              proxy keeps them, test() polled; every message checked), and
+#              a two-rank ring all-reduce of that size (two steps: the
+#              reduce-scatter exchange, the adds, the all-gather exchange)
+#   ratio      plugin one-way p50 / raw one-way p50 (what the plugin adds
+#              to a message), the all-reduce p50 against two raw one-way
+#              latencies (its two exchanges, the floor on this link)
+# Results: bench/results/rccl-allreduce-<UTC>.{txt,json} (bandwidth) and
+# bench/results/rccl-latency-<UTC>.{txt,json} (latency).
 # Needs `make driver userlib rccl`. VMPAIR_STATE defaults to build/bench/rccl-pair.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,6 +82,9 @@ cpu=
 smp=1
 reducer=thread
 channels=2
+what_sel=all
+lat_sizes=8,4096,65536
+lat_iters=2000
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-staged) staged=0; shift ;;
@@ -77,6 +96,9 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	--slice) slices+=("$2"); shift 2 ;;
+	--what) what_sel=$2; shift 2 ;;
+	--lat-sizes) lat_sizes=$2; shift 2 ;;
+	--lat-iters) lat_iters=$2; shift 2 ;;
 	-h|--help) sed -n '3,/^# Needs/p' "$0"; exit 0 ;;
 	*) echo "bench/rccl.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -87,6 +109,15 @@ inline) other_reducer=thread ;;
 thread) other_reducer=inline ;;
 *) echo "bench/rccl.sh: --reducer takes inline or thread" >&2; exit 2 ;;
 esac
+case $what_sel in
+all|bandwidth|latency) ;;
+*) echo "bench/rccl.sh: --what takes all, bandwidth or latency" >&2; exit 2 ;;
+esac
+[[ $lat_sizes =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "bench/rccl.sh: --lat-sizes takes sizes in bytes separated by commas" >&2; exit 2; }
+[[ $lat_iters =~ ^[0-9]+$ ]] && [ "$lat_iters" -ge 10 ] || { echo "bench/rccl.sh: --lat-iters takes a count of at least 10" >&2; exit 2; }
+bw=0; lat=0
+[ "$what_sel" = latency ] || bw=1
+[ "$what_sel" = bandwidth ] || lat=1
 case $smp in
 [1-8]) ;;
 *) echo "bench/rccl.sh: --smp takes 1..8" >&2; exit 2 ;;
@@ -128,23 +159,27 @@ wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || fail "virtio-net path does not p
 
 json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
-# raw TEST [CLI options]: one odl_tb5_cli run (server on b); prints the client's
-# JSON with "guest_busy_pct" added: how busy guest a was while the client ran
-# (/proc/schedstat run time of all its CPUs against /proc/uptime, read
-# around it: percent of one CPU)
-raw() {
-	local test=$1 j out
-	shift
+# raw_cli CLIENT-OPTIONS...: one odl_tb5_cli run (server on b); prints the
+# client's JSON with "guest_busy_pct" added: how busy guest a was while the
+# client ran (/proc/schedstat run time of all its CPUs against /proc/uptime,
+# read around it: percent of one CPU)
+raw_cli() {
+	local j out
 	vb sh -c 'rm -f /tmp/srv.out; setsid /tmp/odl_tb5_cli --server --device 0 --json > /tmp/srv.out 2>&1 < /dev/null &' || return 1
 	sleep 1
 	out=$(va sh -c 'busy() { awk '"'"'$1 ~ /^cpu[0-9]/ { b += $8 } END { getline u < "/proc/uptime"; split(u, f, " "); printf "%.0f %.0f\n", b, f[1] * 1e9 }'"'"' /proc/schedstat; }
-		echo "busy0 $(busy)"; "$@"; echo "busy1 $(busy)"' sh /tmp/odl_tb5_cli --client --device 0 --test "$test" --size 1M \
-		--iterations $((bytes >> 20)) --no-verify --json "$@" 2>&1) || return 1
+		echo "busy0 $(busy)"; "$@"; echo "busy1 $(busy)"' sh /tmp/odl_tb5_cli --client --device 0 --json "$@" 2>&1) || return 1
 	j=$(echo "$out" | grep '^{') || return 1
 	wait_for "vb sh -c '! pidof odl_tb5_cli'" 30 || return 1
 	python3 -c 'import json,sys; j=json.loads(sys.argv[1]); a=sys.argv[2].split(); b=sys.argv[3].split()
 j["guest_busy_pct"]=round(100*(int(b[1])-int(a[1]))/(int(b[2])-int(a[2]))); print(json.dumps(j))' \
 		"$j" "$(echo "$out" | grep '^busy0')" "$(echo "$out" | grep '^busy1')"
+}
+# raw TEST [CLI options]: a bandwidth-type run, SIZE MiB in 1 MiB messages
+raw() {
+	local test=$1
+	shift
+	raw_cli --test "$test" --size 1M --iterations $((bytes >> 20)) --no-verify "$@"
 }
 
 # plugin SLICE PORT [ZEROCOPY [OP [REDUCER [EXTRA]]]]: all-reduce benchmark
@@ -158,6 +193,17 @@ plugin() {
 	wait_for "va grep -q netconf-exit=0 /tmp/nb.out" 60 || { va cat /tmp/nb.out >&2; return 1; }
 	va cat /tmp/nb.out | sed -n 's/^# bench //p' | grep '^{'
 }
+
+# plugin_lat PORT: netconf --bench-lat over the plugin; prints rank 0's
+# "# lat" JSON lines (one per size)
+plugin_lat() {
+	local port=$1 args="--bench-lat $lat_sizes --lat-iters $lat_iters --deadline 120" out
+	va sh -c "rm -f /tmp/nl.out; setsid sh -c '/tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > /tmp/nl.out 2>&1 < /dev/null &" || return 1
+	out=$(vb /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
+	wait_for "va grep -q netconf-exit=0 /tmp/nl.out" 60 || { va cat /tmp/nl.out >&2; return 1; }
+	va cat /tmp/nl.out | sed -n 's/^# lat //p' | grep '^{'
+}
+lat_field() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j[sys.argv[2]][sys.argv[3]])' "$1" "$2" "$3"; }
 
 declare -A res=()   # key -> space-separated values, one per round
 # row KEY LABEL ZEROCOPY [OP [REDUCER [EXTRA]]]: one more plugin run on the
@@ -177,7 +223,28 @@ for r in $(seq 1 "$rounds"); do
 	order="raw plugin"
 	[ $((r % 2)) = 0 ] && order="plugin raw"
 	for what in $order; do
-		if [ $what = raw ]; then
+		if [ $lat = 1 ] && [ $what = raw ]; then
+			for n in ${lat_sizes//,/ }; do
+				j=$(raw_cli --test latency --size "$n" --iterations "$lat_iters") || fail "raw latency run ($n B) failed"
+				res[lraw$n]+="$(lat_field "$j" latency median_us) "
+				res[lraw99$n]+="$(lat_field "$j" latency p99_us) "
+				echo "bench/rccl.sh: round $r raw latency $n B: one-way p50 $(last "${res[lraw$n]}") us, p99 $(last "${res[lraw99$n]}") us"
+			done
+		elif [ $lat = 1 ]; then
+			port=$((port + 1))
+			out=$(plugin_lat $port) || fail "plugin latency run failed"
+			for n in ${lat_sizes//,/ }; do
+				j=$(echo "$out" | grep "^{\"size\":$n,") || fail "plugin latency: no line for $n B"
+				res[lpp$n]+="$(lat_field "$j" pingpong p50_us) "
+				res[lpp99$n]+="$(lat_field "$j" pingpong p99_us) "
+				res[lar$n]+="$(lat_field "$j" allreduce p50_us) "
+				res[lar99$n]+="$(lat_field "$j" allreduce p99_us) "
+				echo "bench/rccl.sh: round $r plugin latency $n B: ping-pong one-way p50 $(last "${res[lpp$n]}") us (p99 $(last "${res[lpp99$n]}")), all-reduce p50 $(last "${res[lar$n]}") us (p99 $(last "${res[lar99$n]}"))"
+			done
+		fi
+		if [ $bw = 0 ]; then
+			:
+		elif [ $what = raw ]; then
 			j=$(raw bandwidth) || fail "raw bandwidth run failed"
 			res[raw]+="$(json_field "$j" rx_bw_gbps) "
 			res[raw_tx]+="$(json_field "$j" bw_avg_gbps) "
@@ -222,83 +289,118 @@ round_ratios() {
 	for i in "${!p[@]}"; do out+="$(div "${p[$i]}" "${q[$i]}") "; done
 	echo "$out"
 }
-rawm=$(median "${res[raw]}")
-rawtxm=$(median "${res[raw_tx]}")
-b1m=$(median "${res[bidir1]}")
-b4m=$(median "${res[bidir4]}")
-bidm=$(awk -v a="$b1m" -v b="$b4m" 'BEGIN { print (a > b) ? a : b }')
-head=${slices[0]}
-plm=$(median "${res[p$head]}")
-ratio=$(div "$plm" "$bidm")
-ratio1=$(div "$plm" "$rawm")
-rr=$(round_ratios "${res[p$head]}" "${res[bidir]}")
 ts=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$top/bench/results"
-out=$top/bench/results/rccl-allreduce-$ts
-{
-	echo "OdinLink RCCL/NCCL net plugin bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
-	echo "all-reduce: 2 ranks (one per VM), int32 sum (reducer: $reducer), $size MiB over $channels channels, $iters timed iterations per run after a warm-up, all verified; $rounds rounds; medians"
-	printf '%-58s %10s  %s\n' path "median" "rounds (Gb/s)"
-	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b, 1 MiB msgs (receiver rate)" "$rawm" "${res[raw]}"
-	printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b (client rate)" "$rawtxm" "${res[raw_tx]}"
-	printf '%-58s %10s  %s\n' "odl_tb5_cli mimo, both directions, per direction, 1 stream" "$b1m" "${res[bidir1]}"
-	printf '%-58s %10s  %s\n' "odl_tb5_cli mimo, both directions, per direction, 4 streams" "$b4m" "${res[bidir4]}"
-	for s in "${slices[@]}"; do
-		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((s >> 10)) KiB" "$(median "${res[p$s]}")" "${res[p$s]}"
-	done
-	printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, in place" "$(median "${res[ip$head]}")" "${res[ip$head]}"
-	printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, reducer $other_reducer" "$(median "${res[or$head]}")" "${res[or$head]}"
-	if [ "$channels" != 1 ]; then
-		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, 1 channel" "$(median "${res[c1$head]}")" "${res[c1$head]}"
-	fi
-	if [ "$staged" = 1 ]; then
-		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, staged" "$(median "${res[st$head]}")" "${res[st$head]}"
-	fi
-	printf '%-58s %10s  %s\n' "plugin all-reduce data movement, no reduction, $((head >> 10)) KiB" "$(median "${res[nop$head]}")" "${res[nop$head]}"
-	echo "RATIO plugin all-reduce busbw (slice $((head >> 10)) KiB) / bidirectional raw per direction: $ratio (target >= 0.9)"
-	echo "  per round (same round's raw): $rr"
-	echo "  against one-way raw: $ratio1"
-	echo "RATIO plugin all-reduce in place (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[ip$head]}")" "$bidm") (per round: $(round_ratios "${res[ip$head]}" "${res[bidir]}"))"
-	echo "RATIO plugin all-reduce, reducer $other_reducer (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[or$head]}")" "$bidm") (per round: $(round_ratios "${res[or$head]}" "${res[bidir]}"))"
-	if [ "$channels" != 1 ]; then
-		echo "RATIO plugin all-reduce, 1 channel (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[c1$head]}")" "$bidm") (per round: $(round_ratios "${res[c1$head]}" "${res[bidir]}"))"
-	fi
-	echo "RATIO plugin transport (all-reduce data movement, reduction skipped) / bidirectional raw: $(div "$(median "${res[nop$head]}")" "$bidm") (per round: $(round_ratios "${res[nop$head]}" "${res[bidir]}"))"
-	echo "  guest a busy (% of the time): raw mimo 1 stream (client run) ${res[busy_raw]}; plugin all-reduce (timed iterations) ${res[busy$head]}"
-	if [ "$staged" = 1 ]; then
-		echo "  zero copy vs staged (slice $((head >> 10)) KiB, same rounds): $(div "$plm" "$(median "${res[st$head]}")") (per round: $(round_ratios "${res[p$head]}" "${res[st$head]}")); staged vs bidirectional raw $(div "$(median "${res[st$head]}")" "$bidm"); rank 0 process CPU per iteration staged ${res[stcpu$head]}s"
-	fi
-	for s in "${slices[@]}"; do
-		echo "  slice $((s >> 10)) KiB: vs bidirectional $(div "$(median "${res[p$s]}")" "$bidm") (per round: $(round_ratios "${res[p$s]}" "${res[bidir]}")), vs one-way $(div "$(median "${res[p$s]}")" "$rawm"); rank 0 per iteration: process CPU ${res[cpu$s]}s, reducing ${res[red$s]}s"
-	done
-} | tee "$out.txt"
 arr() { echo "$1" | xargs | tr ' ' ,; }
-# per_slice NAME KEY: ' "NAME":{"<slice>":[<rounds>],...},' from res[KEY<slice>]
-per_slice() {
-	local s sep=
-	printf ' "%s":{' "$1"
-	for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[$2$s]}")"; sep=,; done
-	printf '},\n'
-}
-{
-	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"reducer":"%s","channels":%s,\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$smp" "$reducer" "$channels"
-	printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir1_per_dir_gbps":[%s],"raw_bidir4_per_dir_gbps":[%s],\n' \
-		"$(arr "${res[raw]}")" "$(arr "${res[raw_tx]}")" "$(arr "${res[bidir1]}")" "$(arr "${res[bidir4]}")"
-	per_slice plugin_busbw_gbps p
-	per_slice plugin_cpu_s cpu
-	per_slice plugin_reduce_s red
-	per_slice plugin_guest_a_busy_pct busy
-	printf ' "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
-	printf ' "plugin_inplace_busbw_gbps":[%s],"ratio_inplace":%s,\n' "$(arr "${res[ip$head]}")" "$(div "$(median "${res[ip$head]}")" "$bidm")"
-	printf ' "plugin_other_reducer":"%s","plugin_other_reducer_busbw_gbps":[%s],"ratio_other_reducer":%s,\n' "$other_reducer" "$(arr "${res[or$head]}")" "$(div "$(median "${res[or$head]}")" "$bidm")"
-	if [ "$channels" != 1 ]; then
-		printf ' "plugin_1ch_busbw_gbps":[%s],"ratio_1ch":%s,\n' "$(arr "${res[c1$head]}")" "$(div "$(median "${res[c1$head]}")" "$bidm")"
-	fi
-	printf ' "plugin_staged_busbw_gbps":[%s],"plugin_staged_cpu_s":[%s],\n' "$(arr "${res[st$head]:-}")" "$(arr "${res[stcpu$head]:-}")"
-	printf ' "plugin_noreduce_busbw_gbps":[%s],"ratio_transport":%s,\n' "$(arr "${res[nop$head]}")" "$(div "$(median "${res[nop$head]}")" "$bidm")"
-	printf ' "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
-		"$rawm" "$rawtxm" "$b1m" "$b4m" "$bidm" "$plm" "$head"
-	printf ' "ratio":%s,"ratio_per_round":[%s],"ratio_one_way":%s}\n' "$ratio" "$(arr "$rr")" "$ratio1"
-} > "$out.json"
-python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" || echo "bench/rccl.sh: warning: JSON not valid" >&2
-echo "bench/rccl.sh: saved $out.txt and $out.json"
+if [ $bw = 1 ]; then
+	rawm=$(median "${res[raw]}")
+	rawtxm=$(median "${res[raw_tx]}")
+	b1m=$(median "${res[bidir1]}")
+	b4m=$(median "${res[bidir4]}")
+	bidm=$(awk -v a="$b1m" -v b="$b4m" 'BEGIN { print (a > b) ? a : b }')
+	head=${slices[0]}
+	plm=$(median "${res[p$head]}")
+	ratio=$(div "$plm" "$bidm")
+	ratio1=$(div "$plm" "$rawm")
+	rr=$(round_ratios "${res[p$head]}" "${res[bidir]}")
+	out=$top/bench/results/rccl-allreduce-$ts
+	{
+		echo "OdinLink RCCL/NCCL net plugin bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
+		echo "all-reduce: 2 ranks (one per VM), int32 sum (reducer: $reducer), $size MiB over $channels channels, $iters timed iterations per run after a warm-up, all verified; $rounds rounds; medians"
+		printf '%-58s %10s  %s\n' path "median" "rounds (Gb/s)"
+		printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b, 1 MiB msgs (receiver rate)" "$rawm" "${res[raw]}"
+		printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b (client rate)" "$rawtxm" "${res[raw_tx]}"
+		printf '%-58s %10s  %s\n' "odl_tb5_cli mimo, both directions, per direction, 1 stream" "$b1m" "${res[bidir1]}"
+		printf '%-58s %10s  %s\n' "odl_tb5_cli mimo, both directions, per direction, 4 streams" "$b4m" "${res[bidir4]}"
+		for s in "${slices[@]}"; do
+			printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((s >> 10)) KiB" "$(median "${res[p$s]}")" "${res[p$s]}"
+		done
+		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, in place" "$(median "${res[ip$head]}")" "${res[ip$head]}"
+		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, reducer $other_reducer" "$(median "${res[or$head]}")" "${res[or$head]}"
+		if [ "$channels" != 1 ]; then
+			printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, 1 channel" "$(median "${res[c1$head]}")" "${res[c1$head]}"
+		fi
+		if [ "$staged" = 1 ]; then
+			printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, staged" "$(median "${res[st$head]}")" "${res[st$head]}"
+		fi
+		printf '%-58s %10s  %s\n' "plugin all-reduce data movement, no reduction, $((head >> 10)) KiB" "$(median "${res[nop$head]}")" "${res[nop$head]}"
+		echo "RATIO plugin all-reduce busbw (slice $((head >> 10)) KiB) / bidirectional raw per direction: $ratio (target >= 0.9)"
+		echo "  per round (same round's raw): $rr"
+		echo "  against one-way raw: $ratio1"
+		echo "RATIO plugin all-reduce in place (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[ip$head]}")" "$bidm") (per round: $(round_ratios "${res[ip$head]}" "${res[bidir]}"))"
+		echo "RATIO plugin all-reduce, reducer $other_reducer (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[or$head]}")" "$bidm") (per round: $(round_ratios "${res[or$head]}" "${res[bidir]}"))"
+		if [ "$channels" != 1 ]; then
+			echo "RATIO plugin all-reduce, 1 channel (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[c1$head]}")" "$bidm") (per round: $(round_ratios "${res[c1$head]}" "${res[bidir]}"))"
+		fi
+		echo "RATIO plugin transport (all-reduce data movement, reduction skipped) / bidirectional raw: $(div "$(median "${res[nop$head]}")" "$bidm") (per round: $(round_ratios "${res[nop$head]}" "${res[bidir]}"))"
+		echo "  guest a busy (% of the time): raw mimo 1 stream (client run) ${res[busy_raw]}; plugin all-reduce (timed iterations) ${res[busy$head]}"
+		if [ "$staged" = 1 ]; then
+			echo "  zero copy vs staged (slice $((head >> 10)) KiB, same rounds): $(div "$plm" "$(median "${res[st$head]}")") (per round: $(round_ratios "${res[p$head]}" "${res[st$head]}")); staged vs bidirectional raw $(div "$(median "${res[st$head]}")" "$bidm"); rank 0 process CPU per iteration staged ${res[stcpu$head]}s"
+		fi
+		for s in "${slices[@]}"; do
+			echo "  slice $((s >> 10)) KiB: vs bidirectional $(div "$(median "${res[p$s]}")" "$bidm") (per round: $(round_ratios "${res[p$s]}" "${res[bidir]}")), vs one-way $(div "$(median "${res[p$s]}")" "$rawm"); rank 0 per iteration: process CPU ${res[cpu$s]}s, reducing ${res[red$s]}s"
+		done
+	} | tee "$out.txt"
+	# per_slice NAME KEY: ' "NAME":{"<slice>":[<rounds>],...},' from res[KEY<slice>]
+	per_slice() {
+		local s sep=
+		printf ' "%s":{' "$1"
+		for s in "${slices[@]}"; do printf '%s"%s":[%s]' "$sep" "$s" "$(arr "${res[$2$s]}")"; sep=,; done
+		printf '},\n'
+	}
+	{
+		printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"reducer":"%s","channels":%s,\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$smp" "$reducer" "$channels"
+		printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir1_per_dir_gbps":[%s],"raw_bidir4_per_dir_gbps":[%s],\n' \
+			"$(arr "${res[raw]}")" "$(arr "${res[raw_tx]}")" "$(arr "${res[bidir1]}")" "$(arr "${res[bidir4]}")"
+		per_slice plugin_busbw_gbps p
+		per_slice plugin_cpu_s cpu
+		per_slice plugin_reduce_s red
+		per_slice plugin_guest_a_busy_pct busy
+		printf ' "raw_bidir1_guest_a_busy_pct":[%s],\n' "$(arr "${res[busy_raw]}")"
+		printf ' "plugin_inplace_busbw_gbps":[%s],"ratio_inplace":%s,\n' "$(arr "${res[ip$head]}")" "$(div "$(median "${res[ip$head]}")" "$bidm")"
+		printf ' "plugin_other_reducer":"%s","plugin_other_reducer_busbw_gbps":[%s],"ratio_other_reducer":%s,\n' "$other_reducer" "$(arr "${res[or$head]}")" "$(div "$(median "${res[or$head]}")" "$bidm")"
+		if [ "$channels" != 1 ]; then
+			printf ' "plugin_1ch_busbw_gbps":[%s],"ratio_1ch":%s,\n' "$(arr "${res[c1$head]}")" "$(div "$(median "${res[c1$head]}")" "$bidm")"
+		fi
+		printf ' "plugin_staged_busbw_gbps":[%s],"plugin_staged_cpu_s":[%s],\n' "$(arr "${res[st$head]:-}")" "$(arr "${res[stcpu$head]:-}")"
+		printf ' "plugin_noreduce_busbw_gbps":[%s],"ratio_transport":%s,\n' "$(arr "${res[nop$head]}")" "$(div "$(median "${res[nop$head]}")" "$bidm")"
+		printf ' "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
+			"$rawm" "$rawtxm" "$b1m" "$b4m" "$bidm" "$plm" "$head"
+		printf ' "ratio":%s,"ratio_per_round":[%s],"ratio_one_way":%s}\n' "$ratio" "$(arr "$rr")" "$ratio1"
+	} > "$out.json"
+	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" || echo "bench/rccl.sh: warning: JSON not valid" >&2
+	echo "bench/rccl.sh: saved $out.txt and $out.json"
+fi
+
+if [ $lat = 1 ]; then
+	out=$top/bench/results/rccl-latency-$ts
+	{
+		echo "OdinLink RCCL/NCCL net plugin latency $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
+		echo "one-way latency (round trip / 2) of a ping-pong, $lat_iters messages per size and round after a warm-up, every message verified; $rounds rounds; medians of the rounds' p50 (us)"
+		printf '%-10s %12s %14s %8s %16s %10s  %s\n' size "raw p50" "plugin p50" ratio "all-reduce p50" "/ 2 raw" "per round: plugin/raw"
+		for n in ${lat_sizes//,/ }; do
+			rl=$(median "${res[lraw$n]}"); pl=$(median "${res[lpp$n]}"); al=$(median "${res[lar$n]}")
+			printf '%-10s %12s %14s %8s %16s %10s  %s\n' "$n B" "$rl" "$pl" "$(div "$pl" "$rl")" "$al" \
+				"$(awk -v a="$al" -v b="$rl" 'BEGIN { printf "%.2f", a / (2 * b) }')" "$(round_ratios "${res[lpp$n]}" "${res[lraw$n]}")"
+		done
+		echo "rounds (us):"
+		for n in ${lat_sizes//,/ }; do
+			echo "  $n B: raw p50 ${res[lraw$n]}/ p99 ${res[lraw99$n]}"
+			echo "  $n B: plugin ping-pong p50 ${res[lpp$n]}/ p99 ${res[lpp99$n]}"
+			echo "  $n B: plugin all-reduce p50 ${res[lar$n]}/ p99 ${res[lar99$n]}"
+		done
+	} | tee "$out.txt"
+	{
+		printf '{"timestamp":"%s","rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"sizes":{' "$ts" "$rounds" "$lat_iters" "$(nproc)" "${cpu:-default}" "$smp"
+		sep=
+		for n in ${lat_sizes//,/ }; do
+			printf '%s\n "%s":{"raw_p50_us":[%s],"raw_p99_us":[%s],"plugin_pingpong_p50_us":[%s],"plugin_pingpong_p99_us":[%s],"plugin_allreduce_p50_us":[%s],"plugin_allreduce_p99_us":[%s],"ratio_pingpong":%s}' \
+				"$sep" "$n" "$(arr "${res[lraw$n]}")" "$(arr "${res[lraw99$n]}")" "$(arr "${res[lpp$n]}")" "$(arr "${res[lpp99$n]}")" \
+				"$(arr "${res[lar$n]}")" "$(arr "${res[lar99$n]}")" "$(div "$(median "${res[lpp$n]}")" "$(median "${res[lraw$n]}")")"
+			sep=,
+		done
+		printf '}}\n'
+	} > "$out.json"
+	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" || echo "bench/rccl.sh: warning: JSON not valid" >&2
+	echo "bench/rccl.sh: saved $out.txt and $out.json"
+fi

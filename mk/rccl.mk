@@ -190,6 +190,7 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread
+	$(RCCL_ASAN_RUN) --bench-lat 8,4096,65536 --lat-iters 200
 
 # The static guest build over shm on the host (what the net-plugin scenario
 # runs in the VMs, there over /dev/odl_tb5_0): conformance through the v9
@@ -197,7 +198,9 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 # slices with a short last one, out of place and in place; 32 small slices
 # in flight; reduced by a thread of its own, both ways; the timeline of both
 # reducers checked against the pipeline's dependencies; the same without the reduction, every byte received checked,
-# both ways); it must not depend on libdl/NSS.
+# both ways), then the latency benchmark (ping-pong and small all-reduces,
+# every message checked) and its refusal of bad sizes; it must not depend on
+# libdl/NSS.
 RCCL_STATIC_RUN = ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF_STATIC) --timeout $(RCCL_TIMEOUT)
 unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	@if readelf -d $(RCCL_NETCONF_STATIC) 2>/dev/null | grep -q NEEDED; then \
@@ -214,6 +217,11 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 	    python3 $(RCCL_DIR)/tests/timeline_check.py 2 2 $$c 6 || exit 1; done; done
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none
 	$(RCCL_STATIC_RUN) --bench 3000000 --slice 262144 --iters 2 --op none --in-place
+	$(RCCL_STATIC_RUN) --bench-lat 8,4096,65536,1048576 --lat-iters 300
+	@for bad in 0 12 8,x 8,,16 4194312 8,16,24,32,40,48,56,64,72; do \
+	  if $(RCCL_STATIC_RUN) --bench-lat $$bad >/dev/null 2>&1; then \
+	    echo "unit-rccl-static: --bench-lat $$bad was taken" >&2; exit 1; fi; done; \
+	 echo "ok - --bench-lat refuses sizes that are not multiples of 8 in 8 B..4 MiB, or more than 8 of them"
 
 # The plugin benchmark between the VMs (bench/rccl.sh; results in
 # bench/results/rccl-allreduce-*). `make bench` runs it before bench/run.

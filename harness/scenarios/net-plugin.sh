@@ -17,8 +17,9 @@
 # must agree (a's TX bytes = b's RX bytes and vice versa, also for the bytes
 # that went zero copy, which must be a good part), the benchmark's pipelined
 # all-reduce (bench/rccl.sh) runs short, out of place, in place and with the
-# reductions in a thread of their own, verified,
-# and the driver must count no drops or frame errors. Last, two ranks per
+# reductions in a thread of their own, verified, so does the latency
+# benchmark's path (ping-pong and small all-reduces, 8 B to 64 KiB, every
+# message checked), and the driver must count no drops or frame errors. Last, two ranks per
 # machine (NCCL's one process per GPU): a's two processes take ports 78 and
 # 79 by themselves, b's are given 79 and 78, so both pairs connect across
 # port numbers at the same time (the shared-device sequence of netconf: bad calls,
@@ -46,7 +47,7 @@ STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
 API=${NET_PLUGIN_API:-}
 MAX=${NET_PLUGIN_MAX:-67108864}
 # the profiler events step: tables v10 and later
-tap_plan $(( ${API:-12} >= 10 ? 31 : 30 ))
+tap_plan $(( ${API:-12} >= 10 ? 32 : 31 ))
 tap_timeout 1100
 TAP_EXEC_TIMEOUT=900
 odl_need_build
@@ -193,6 +194,27 @@ bench_run() {
 bench_run 29510 "out of place"
 bench_run 29511 "in place" --in-place
 bench_run 29512 "reduced by a thread of its own" "--reducer thread"
+# the latency benchmark's path (bench/rccl.sh --what latency): ping-pong and
+# small all-reduces of one word, one frame and several frames, every message
+# checked; rank 0's summary per size must be whole and ordered
+ranks nl.out 29513 300 "--bench-lat 8,4096,65536 --lat-iters 100 --deadline 120 --call-bound 2"
+if printf '%s\n' "$outa" "$outb" | grep -c '^netconf-exit=0$' | grep -qx 2 &&
+	[ "$(printf '%s\n' "$outa" "$outb" | grep -cE '^ok [0-9]+ - rank[01]: small-message latency')" = 2 ] &&
+	res=$(printf '%s\n' "$outa" | sed -n 's/^# lat //p' | python3 -c '
+import json, sys
+got = [json.loads(l) for l in sys.stdin]
+assert [j["size"] for j in got] == [8, 4096, 65536], "sizes %s" % [j["size"] for j in got]
+for j in got:
+    for k in ("pingpong", "allreduce"):
+        v = j[k]
+        assert 0 < v["min_us"] <= v["p50_us"] <= v["p99_us"], (j["size"], k, v)
+    print("%d B: one-way p50 %.0f us, all-reduce p50 %.0f us" % (j["size"], j["pingpong"]["p50_us"], j["allreduce"]["p50_us"]))
+' 2>&1); then
+	ok "latency benchmark path across the VMs (ping-pong and all-reduce, 8 B to 64 KiB), every message checked" "$res"
+else
+	not_ok "latency benchmark path across the VMs (ping-pong and all-reduce, 8 B to 64 KiB), every message checked" \
+		"${res:-}" "rank 0:" "$(printf '%s\n' "$outa" | tail -n 20)" "rank 1:" "$(printf '%s\n' "$outb" | tail -n 20)"
+fi
 # the guests got the CPU model asked for, and the reduction took its AVX2
 if vm a sh -c "grep -qw avx2 /proc/cpuinfo && ! grep -qwE 'erms|la57' /proc/cpuinfo" &&
 	vm a grep -q '^# reduction: AVX2' /tmp/nb.out; then

@@ -24,6 +24,10 @@
  *                                        process (the "fresh process" test)
  *   netconf --rank R ... --bench BYTES   all-reduce benchmark instead of the
  *                                        conformance sequence (see bench_allreduce)
+ *   netconf ... --bench-lat SIZES        small-message latency instead of the
+ *                                        conformance sequence: ping-pong and
+ *                                        all-reduce per size (see bench_latency;
+ *                                        --lat-iters N, default 1000)
  *   netconf ... --fail kill|stop|unplug  link failure instead of the conformance
  *                                        sequence (see t_link_failure): kill
  *                                        (spawn mode) rank 1 dies mid-transfer;
@@ -2860,6 +2864,274 @@ static void bench_allreduce(void)
 			  : "all-reduce benchmark, every iteration verified");
 }
 
+/* ---- small-message latency (--bench-lat SIZES) ----------------------- */
+
+#define LAT_SIZES_MAX 8
+#define LAT_SIZE_MAX (4u << 20)
+static size_t g_lat_sizes[LAT_SIZES_MAX];
+static int g_lat_nsizes;
+static int g_lat_iters = 1000;
+
+/* word w of message `it` of rank `r`: what every latency message carries */
+static uint64_t lat_word(int r, int it, size_t w)
+{
+	return ((uint64_t)(uint32_t)(it * 2 + r) << 32) ^ (uint64_t)(w * 0x9e3779b1u);
+}
+
+static void lat_fill(void *p, size_t n, int r, int it)
+{
+	uint64_t *q = p;
+
+	for (size_t w = 0; w < n / 8; w++)
+		q[w] = lat_word(r, it, w);
+}
+
+static void lat_check(const void *p, size_t n, int r, int it, const char *what)
+{
+	const uint64_t *q = p;
+
+	for (size_t w = 0; w < n / 8; w++)
+		CHECK(q[w] == lat_word(r, it, w), "%s %d (%zu bytes): word %zu is %#llx, want %#llx",
+		      what, it, n, w, (unsigned long long)q[w],
+		      (unsigned long long)lat_word(r, it, w));
+}
+
+/* test() until done, as NCCL's proxy polls: no sleeping between calls, a
+ * yield when nothing moved; the size the request completed with */
+static int lat_wait(void *req, const char *what)
+{
+	int done = 0, sz = -1;
+	double t0 = now_s();
+
+	for (;;) {
+		OKR(n_test(req, &done, &sz), what);
+		if (done)
+			return sz;
+		CHECK(now_s() - t0 < g_deadline_s, "%s never completed", what);
+		sched_yield();
+	}
+}
+
+static void *lat_send(void *c, void *p, size_t n, void *mh)
+{
+	return post_send(c, p, n, 0, mh);
+}
+
+static void *lat_recv(void *c, void *p, size_t n, void *mh)
+{
+	int tag = 0;
+
+	return post_recv(c, 1, &p, &n, &tag, &mh);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct lat_sum {
+	double min, p50, p99, avg;
+};
+
+static struct lat_sum lat_summary(double *v, int n)
+{
+	struct lat_sum s = { 0 };
+	double sum = 0;
+
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	for (int i = 0; i < n; i++)
+		sum += v[i];
+	s.min = v[0];
+	s.p50 = v[n / 2];
+	s.p99 = v[(size_t)n * 99 / 100];
+	s.avg = sum / n;
+	return s;
+}
+
+/*
+ * Ping-pong: rank 0 sends SIZE, rank 1 sends it back as soon as it arrived;
+ * one-way latency = round trip / 2, per iteration on rank 0 (from posting
+ * the ping to the completion of the pong). Receives are posted two ahead on
+ * both sides, as NCCL's proxy keeps its steps posted; every message is
+ * checked after the clock stopped (rank 0) or after the answer left (rank
+ * 1), so the checks stay out of the measured path.
+ */
+static void lat_pingpong(void *s, void *r, char *sbuf, char *rbuf, void *smh, void *rmh, size_t n,
+			 int warm, double *v)
+{
+	void *rq[2] = { NULL, NULL };
+	const int total = warm + g_lat_iters;
+
+	for (int k = 0; k < 2 && k < total; k++)
+		rq[k] = lat_recv(r, rbuf + (size_t)k * n, n, rmh);
+	lat_fill(sbuf, n, g_rank, 0);
+	for (int it = 0; it < total; it++) {
+		char *sp = sbuf + (size_t)(it % 2) * n, *rp = rbuf + (size_t)(it % 2) * n;
+		int got;
+
+		if (g_rank == 0) {
+			double t0 = now_s();
+			void *sq = lat_send(s, sp, n, smh);
+
+			got = lat_wait(rq[it % 2], "test(pong)");
+			CHECK(lat_wait(sq, "test(ping send)") == (int)n, "ping send size");
+			if (it >= warm)
+				v[it - warm] = (now_s() - t0) / 2 * 1e6;
+			CHECK(got == (int)n, "pong %d: %d bytes, want %zu", it, got, n);
+			lat_check(rp, n, 1, it, "pong");
+		} else {
+			void *sq;
+
+			got = lat_wait(rq[it % 2], "test(ping)");
+			sq = lat_send(s, sp, n, smh);
+			CHECK(got == (int)n, "ping %d: %d bytes, want %zu", it, got, n);
+			lat_check(rp, n, 0, it, "ping");
+			CHECK(lat_wait(sq, "test(pong send)") == (int)n, "pong send size");
+		}
+		rq[it % 2] = it + 2 < total ? lat_recv(r, rp, n, rmh) : NULL;
+		if (it + 1 < total)
+			lat_fill(sbuf + (size_t)((it + 1) % 2) * n, n, g_rank, it + 1);
+	}
+}
+
+/*
+ * Two-rank ring all-reduce (int32 sum) of SIZE bytes, NCCL's two steps:
+ * reduce-scatter (each rank sends the half the other owns, adds what
+ * arrives to its own half) and all-gather (sends its reduced half, receives
+ * the other). Iterations run back to back; the receives of the next two
+ * are posted ahead (buffers alternate); each rank times its own
+ * iterations, and every result is checked outside the clock.
+ */
+static void lat_allreduce(void *s, void *r, char *in, char *out, char *tmp, void *s_in, void *s_out,
+			  void *r_out, void *r_tmp, size_t n, int warm, double *v)
+{
+	const size_t h = n / 2, mine = (size_t)g_rank * h, other = (size_t)(1 - g_rank) * h;
+	const int total = warm + g_lat_iters;
+	void *rs[2] = { NULL, NULL }, *ag[2] = { NULL, NULL };
+
+	for (int k = 0; k < 2 && k < total; k++) {
+		rs[k] = lat_recv(r, tmp + (size_t)k * h, h, r_tmp);
+		ag[k] = lat_recv(r, out + (size_t)k * n + other, h, r_out);
+	}
+	lat_fill(in, n, g_rank, 0);
+	for (int it = 0; it < total; it++) {
+		char *ip = in + (size_t)(it % 2) * n, *op = out + (size_t)(it % 2) * n;
+		char *tp = tmp + (size_t)(it % 2) * h;
+		double t0 = now_s();
+		void *sq = lat_send(s, ip + other, h, s_in);
+
+		CHECK(lat_wait(rs[it % 2], "test(reduce-scatter recv)") == (int)h, "reduce-scatter size");
+		reduce_sum_i32((int32_t *)(void *)(op + mine), (const int32_t *)(const void *)(ip + mine),
+			       (const int32_t *)(const void *)tp, h / 4);
+		void *aq = lat_send(s, op + mine, h, s_out);
+
+		CHECK(lat_wait(ag[it % 2], "test(all-gather recv)") == (int)h, "all-gather size");
+		CHECK(lat_wait(sq, "test(reduce-scatter send)") == (int)h, "send size");
+		CHECK(lat_wait(aq, "test(all-gather send)") == (int)h, "send size");
+		if (it >= warm)
+			v[it - warm] = (now_s() - t0) * 1e6;
+		/* every int32 is the sum of the two ranks' words' halves */
+		const int32_t *o = (const int32_t *)(const void *)op;
+
+		for (size_t w = 0; w < n / 8; w++) {
+			for (int k = 0; k < 2; k++) {
+				uint64_t a = lat_word(0, it, w), b = lat_word(1, it, w);
+				int32_t x, y;
+
+				memcpy(&x, (const char *)&a + 4 * k, 4);
+				memcpy(&y, (const char *)&b + 4 * k, 4);
+				CHECK(o[2 * w + (size_t)k] == (int32_t)((uint32_t)x + (uint32_t)y),
+				      "all-reduce %d (%zu bytes): element %zu wrong", it, n, 2 * w + (size_t)k);
+			}
+		}
+		if (it + 2 < total) {
+			rs[it % 2] = lat_recv(r, tp, h, r_tmp);
+			ag[it % 2] = lat_recv(r, op + other, h, r_out);
+		}
+		if (it + 1 < total)
+			lat_fill(in + (size_t)((it + 1) % 2) * n, n, g_rank, it + 1);
+	}
+}
+
+/*
+ * --bench-lat SIZES: small-message latency over the plugin, per size: a
+ * ping-pong (one-way latency, what odl_tb5_cli --test latency measures on
+ * the raw device) and a two-rank all-reduce of that size, on one comm pair
+ * with registered buffers (NCCL's), g_lat_iters timed iterations after a
+ * tenth as many warm-up ones. Prints one "# lat {json}" line per size.
+ */
+static void bench_latency(void)
+{
+	size_t big = 0;
+	void *s, *r, *s_in, *s_out, *r_out, *r_tmp;
+
+	for (int i = 0; i < g_lat_nsizes; i++)
+		big = g_lat_sizes[i] > big ? g_lat_sizes[i] : big;
+	const size_t area = (2 * big + 4095) & ~(size_t)4095;
+	char *in = aligned_alloc(4096, area), *out = aligned_alloc(4096, area);
+	char *tmp = aligned_alloc(4096, area);
+	double *v = malloc(sizeof(double) * (size_t)g_lat_iters);
+	const int warm = g_lat_iters / 10 > 0 ? g_lat_iters / 10 : 1;
+
+	CHECK(in && out && tmp && v, "bench-lat: out of memory");
+	reduce_selftest();
+	setup_pair(&s, &r);
+	OKR(n_regmr(s, in, area, NCCL_PTR_HOST, &s_in), "regMr");
+	OKR(n_regmr(s, out, area, NCCL_PTR_HOST, &s_out), "regMr");
+	OKR(n_regmr(r, out, area, NCCL_PTR_HOST, &r_out), "regMr");
+	OKR(n_regmr(r, tmp, area, NCCL_PTR_HOST, &r_tmp), "regMr");
+	for (int i = 0; i < g_lat_nsizes; i++) {
+		const size_t n = g_lat_sizes[i];
+		struct lat_sum pp, ar;
+
+		barrier();
+		/* ping-pong: rank 0 sends from in, rank 1 answers from in; both
+		 * receive into tmp */
+		lat_pingpong(s, r, in, tmp, s_in, r_tmp, n, warm, v);
+		pp = lat_summary(v, g_lat_iters);
+		barrier();
+		lat_allreduce(s, r, in, out, tmp, s_in, s_out, r_out, r_tmp, n, warm, v);
+		ar = lat_summary(v, g_lat_iters);
+		if (g_rank == 0)
+			say("# lat {\"size\":%zu,\"iters\":%d,\"api\":%d,"
+			    "\"pingpong\":{\"min_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"avg_us\":%.2f},"
+			    "\"allreduce\":{\"min_us\":%.2f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"avg_us\":%.2f}}\n",
+			    n, g_lat_iters, g_api, pp.min, pp.p50, pp.p99, pp.avg, ar.min, ar.p50, ar.p99,
+			    ar.avg);
+	}
+	barrier();
+	OKR(n_deregmr(s, s_in), "deregMr");
+	OKR(n_deregmr(s, s_out), "deregMr");
+	OKR(n_deregmr(r, r_out), "deregMr");
+	OKR(n_deregmr(r, r_tmp), "deregMr");
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	free(in);
+	free(out);
+	free(tmp);
+	free(v);
+	pass("small-message latency: ping-pong and all-reduce per size, every message checked");
+}
+
+/* "8,4096,65536": sizes for --bench-lat (each a multiple of 8, 8 B..4 MiB) */
+static int lat_parse_sizes(const char *v)
+{
+	char *end;
+
+	g_lat_nsizes = 0;
+	for (const char *p = v; *p; p = *end ? end + 1 : end) {
+		unsigned long long x = strtoull(p, &end, 0);
+
+		if (end == p || (*end && *end != ',') || x < 8 || x % 8 || x > LAT_SIZE_MAX ||
+		    g_lat_nsizes == LAT_SIZES_MAX)
+			return -1;
+		g_lat_sizes[g_lat_nsizes++] = (size_t)x;
+	}
+	return g_lat_nsizes ? 0 : -1;
+}
+
 /*
  * --fail: what an NCCL proxy sees when the link goes away under it.
  *  - The failure must come as ncclSystemError or ncclRemoteError (never a
@@ -3436,6 +3708,13 @@ static void run_rank(int want_api)
 		n_finalize_all();
 		return;
 	}
+	if (g_lat_nsizes) {
+		barrier();
+		bench_latency();
+		barrier();
+		n_finalize_all();
+		return;
+	}
 	if (g_bench_bytes) {
 		barrier();
 		bench_allreduce();
@@ -3604,6 +3883,15 @@ int main(int argc, char **argv)
 			g_call_bound_s = atof(v), i++;
 		else if (!strcmp(a, "--bench") && v)
 			g_bench_bytes = (size_t)strtoull(v, NULL, 0), g_prof_validate = false, i++;
+		else if (!strcmp(a, "--bench-lat") && v) {
+			if (lat_parse_sizes(v)) {
+				fprintf(stderr, "--bench-lat: sizes separated by commas, each a multiple of 8 from 8 to %u, at most %d\n",
+					LAT_SIZE_MAX, LAT_SIZES_MAX);
+				return 2;
+			}
+			g_prof_validate = false, i++;
+		} else if (!strcmp(a, "--lat-iters") && v && atoi(v) >= 10 && atoi(v) <= 1000000)
+			g_lat_iters = atoi(v), i++;
 		else if (!strcmp(a, "--iters") && v)
 			g_bench_iters = atoi(v), i++;
 		else if (!strcmp(a, "--op") && v && (!strcmp(v, "sum") || !strcmp(v, "none")))
@@ -3674,11 +3962,11 @@ int main(int argc, char **argv)
 	int status[2 * PAIRS_MAX], left = 2 * g_pairs;
 	const char *fixed_port = getenv("ODL_TB5_RCCL_PORT");
 
-	if (g_pairs > 1 && (g_fail || g_bench_bytes || g_dmabuf || no_shm || g_rails)) {
+	if (g_pairs > 1 && (g_fail || g_bench_bytes || g_lat_nsizes || g_dmabuf || no_shm || g_rails)) {
 		fprintf(stderr, "--pairs runs the shared-device sequence over shm only\n");
 		return 2;
 	}
-	if (g_rails && (g_fail || g_bench_bytes || no_shm)) {
+	if (g_rails && (g_fail || g_bench_bytes || g_lat_nsizes || no_shm)) {
 		fprintf(stderr, "--rails in spawn mode: N shm devices, nothing else\n");
 		return 2;
 	}
