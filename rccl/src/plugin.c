@@ -455,6 +455,9 @@ struct odlp_dev {
 	bool locks_init;
 	bool dead;
 	int dead_err;
+	/* a request finished or a comm failed since the progress thread's last
+	 * batch: test() callers are woken for that, not for every completion */
+	bool wake;
 	/* successful opens of the link: 1 at init, one more per revival
 	 * (dev_revive); registrations pinned on an earlier one are void */
 	uint32_t open_gen;
@@ -546,7 +549,7 @@ static void wait_cv_init(void)
 	pthread_condattr_destroy(&ca);
 }
 
-/* a progress thread processed a batch: wake the test() callers waiting */
+/* a request finished or a comm failed: wake the test() callers waiting */
 static void progress_notify(void)
 {
 	__atomic_fetch_add(&g_prog_gen, 1, __ATOMIC_RELEASE);
@@ -554,6 +557,13 @@ static void progress_notify(void)
 	if (g_waiters)
 		pthread_cond_broadcast(&g_wait_cv);
 	pthread_mutex_unlock(&g_wait_mu);
+}
+
+/* r is finished (its device's mu held): a test() may be waiting for it */
+static void req_done(struct odlp_req *r)
+{
+	r->comm->dev->wake = true;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------------ */
@@ -983,7 +993,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 		STAT_ADD(tx_bytes, chunk);
 		req_pop(&d->job_head, &d->job_tail);
 		if (r->sent == r->ssize) {
-			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
+			req_done(r); /* buffer reusable */
 			STAT_ADD(tx_msgs, 1);
 			/* may happen in an API call: end a test() waiting for it */
 			progress_notify();
@@ -1067,7 +1077,7 @@ static void match_sends(struct odlp_comm *c)
 			     (unsigned long long)r->ssize, (unsigned long long)r->cap, r->stag);
 			queue_ctrl(d, c->peer_port, &h, NULL, 0);
 			r->err = ncclInvalidUsage;
-			__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+			req_done(r);
 			STAT_ADD(err_truncated, 1);
 		} else if (r->dst_key && (off = zc_offset(d, r->smr, r->sdata, r->ssize)) >= 0) {
 			/* straight from NCCL's buffer into the receive's */
@@ -1106,7 +1116,7 @@ static void entry_done(struct odlp_req *r, int idx)
 	r->rdone[idx] = 1;
 	STAT_ADD(rx_msgs, 1);
 	if (++r->ndone == r->n)
-		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+		req_done(r);
 }
 
 /*
@@ -1123,6 +1133,7 @@ static int fail_peer_comms(struct odlp_dev *d, uint32_t port, uint64_t inst)
 		    (c->state == S_READY || c->state == S_PENDING) &&
 		    (!inst || (c->peer_inst && c->peer_inst != inst))) {
 			c->state = S_FAILED;
+			d->wake = true;
 			STAT_ADD(peer_lost, 1);
 			n++;
 		}
@@ -1374,6 +1385,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 		    c->cts_count == CTS_RING) {
 			WARN("bad CTS on comm %u", c->id);
 			c->state = S_FAILED;
+			d->wake = true;
 			return;
 		}
 		e = &c->cts[(c->cts_head + c->cts_count) % CTS_RING];
@@ -1442,6 +1454,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 		    c->state == S_READY) {
 			INFO("comm %u: peer comm %u closed", c->id, h->src);
 			c->state = S_PEER_CLOSED;
+			d->wake = true;
 		}
 		return;
 	default:
@@ -1469,7 +1482,7 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp,
 			return;
 		STAT_ADD(tx_msgs, 1);
 		STAT_ADD(zc_tx_bytes, r->ssize);
-		__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE); /* buffer reusable */
+		req_done(r); /* buffer reusable */
 		return;
 	}
 	r = d->krx[slot].r;
@@ -1540,10 +1553,15 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 		}
 	}
 	tx_pump(d);
-	if (n > 0 || d->dead)
+	/* a batch of CTSs, TX slots coming back or messages that only moved
+	 * data along changes nothing a caller tests: no wake-up for it */
+	bool wake = d->wake || d->dead;
+
+	d->wake = false;
+	if (wake)
 		d->gen++;
 	pthread_mutex_unlock(&d->mu);
-	if (n > 0 || d->dead)
+	if (wake)
 		progress_notify();
 	return n > 0 ? n : 0;
 }
@@ -2812,10 +2830,10 @@ static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, 
 }
 
 /*
- * A caller that tests an unfinished request again although its device has
- * processed no completion since its previous test of it would only spin:
- * wait (at most ODL_TB5_RCCL_TEST_WAIT_US) for the next completion batch of
- * any device (g_prog_gen) or for this request to finish instead. On a
+ * A caller that tests an unfinished request again although nothing on its
+ * device finished or failed since its previous test of it would only spin:
+ * wait (at most ODL_TB5_RCCL_TEST_WAIT_US) until a request of any device
+ * finishes or a comm fails (g_prog_gen) or this request is done instead. On a
  * machine with few CPUs (the 1-vCPU guests) the spinning caller otherwise
  * takes the CPU the progress thread, the driver and, under emulation, the
  * device model need. Caller holds d->mu (dropped while waiting).

@@ -94,6 +94,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -865,6 +866,34 @@ static ncclResult_t wait_req(void *req, int *sizes)
 	}
 }
 
+/* test() until done, as NCCL's proxy polls: no sleeping between calls, a
+ * yield when nothing moved; the size the request completed with */
+static int lat_wait(void *req, const char *what)
+{
+	int done = 0, sz = -1;
+	double t0 = now_s();
+
+	for (;;) {
+		OKR(n_test(req, &done, &sz), what);
+		if (done)
+			return sz;
+		CHECK(now_s() - t0 < g_deadline_s, "%s never completed", what);
+		sched_yield();
+	}
+}
+
+static void *lat_send(void *c, void *p, size_t n, void *mh)
+{
+	return post_send(c, p, n, 0, mh);
+}
+
+static void *lat_recv(void *c, void *p, size_t n, void *mh)
+{
+	int tag = 0;
+
+	return post_recv(c, 1, &p, &n, &tag, &mh);
+}
+
 /* registered staging areas, like NCCL's per-connection buffers */
 struct area {
 	char *p;
@@ -1248,6 +1277,70 @@ static void t_idle(void)
 	CHECK(v1 - v0 <= limit, "idle: %llu progress-thread wakeups in %d ms (at most %llu)",
 	      (unsigned long long)(v1 - v0), IDLE_WINDOW_MS, (unsigned long long)limit);
 	pass("idle: progress threads wake once per poll period, not in a tight loop");
+}
+
+/*
+ * A test() that waits is woken when a request finishes, not by traffic that
+ * finishes nothing. Rank 0 tests a receive that rank 1 leaves unmatched
+ * while rank 1 posts QUIET_CTS receives one by one (each a CTS to rank 0,
+ * a completion batch of its own); a test() that comes back unfinished
+ * before half the wait (ODL_TB5_RCCL_TEST_WAIT_US) ran out was woken. The
+ * first test and a few spurious wake-ups are allowed, a wake-up per CTS is
+ * not. Then rank 0 answers the receives and rank 1 its one.
+ */
+#define QUIET_CTS 24
+static void t_quiet_wait(void *s, void *r)
+{
+	const char *w = getenv("ODL_TB5_RCCL_TEST_WAIT_US");
+	const double wait_s = (w ? atof(w) : 1000) * 1e-6;
+	static char buf[QUIET_CTS + 1][64];
+	void *rq[QUIET_CTS] = { NULL };
+	int early = 0, calls = 0, sz = -1;
+
+	barrier();
+	if (g_rank == 0) {
+		int done = 0;
+		void *req = lat_recv(r, buf[0], 64, NULL);
+		struct pollfd pf = { .fd = g_oob, .events = POLLIN };
+		double t0 = now_s();
+
+		barrier();
+		while (poll(&pf, 1, 0) == 0) {
+			double t1 = now_s();
+
+			OKR(n_test(req, &done, &sz), "test(unmatched receive)");
+			CHECK(!done, "quiet wait: a receive nobody sent to completed");
+			calls++;
+			if (now_s() - t1 < wait_s / 2)
+				early++;
+			CHECK(now_s() - t0 < g_deadline_s, "quiet wait: rank 1 did not finish posting");
+		}
+		barrier();
+		for (int i = 0; i < QUIET_CTS; i++)
+			rq[i] = lat_send(s, buf[i + 1], 8, NULL);
+		for (int i = 0; i < QUIET_CTS; i++)
+			CHECK(lat_wait(rq[i], "test(send)") == 8, "quiet wait: send size");
+		CHECK(lat_wait(req, "test(receive)") == 16, "quiet wait: receive size");
+		say("# quiet wait: %d tests of an unmatched receive while %d CTSs arrived, %d came back early\n",
+		    calls, QUIET_CTS, early);
+		CHECK(wait_s <= 0 || early <= 4,
+		      "quiet wait: %d of %d test() calls woken early while only CTSs arrived (at most 4)",
+		      early, calls);
+	} else {
+		barrier();
+		for (int i = 0; i < QUIET_CTS; i++) {
+			rq[i] = lat_recv(r, buf[i + 1], 64, NULL);
+			sleep_ms(4);
+		}
+		barrier();
+		void *req = lat_send(s, buf[0], 16, NULL);
+
+		for (int i = 0; i < QUIET_CTS; i++)
+			CHECK(lat_wait(rq[i], "test(receive)") == 8, "quiet wait: receive size");
+		CHECK(lat_wait(req, "test(send)") == 16, "quiet wait: send size");
+	}
+	barrier();
+	pass("quiet wait: a test() waiting on an unfinished receive is not woken by CTSs that finish nothing");
 }
 
 /*
@@ -2896,34 +2989,6 @@ static void lat_check(const void *p, size_t n, int r, int it, const char *what)
 		      (unsigned long long)lat_word(r, it, w));
 }
 
-/* test() until done, as NCCL's proxy polls: no sleeping between calls, a
- * yield when nothing moved; the size the request completed with */
-static int lat_wait(void *req, const char *what)
-{
-	int done = 0, sz = -1;
-	double t0 = now_s();
-
-	for (;;) {
-		OKR(n_test(req, &done, &sz), what);
-		if (done)
-			return sz;
-		CHECK(now_s() - t0 < g_deadline_s, "%s never completed", what);
-		sched_yield();
-	}
-}
-
-static void *lat_send(void *c, void *p, size_t n, void *mh)
-{
-	return post_send(c, p, n, 0, mh);
-}
-
-static void *lat_recv(void *c, void *p, size_t n, void *mh)
-{
-	int tag = 0;
-
-	return post_recv(c, 1, &p, &n, &tag, &mh);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -3741,6 +3806,7 @@ static void run_rank(int want_api)
 	if (!g_shared) {
 		t_idle();
 		t_fork_exit();
+		t_quiet_wait(s, r);
 	}
 	t_sizes(s, r);
 	barrier();
