@@ -182,26 +182,34 @@ raw() {
 	raw_cli --test "$test" --size 1M --iterations $((bytes >> 20)) --no-verify "$@"
 }
 
+# netconf_ranks FILE PORT ENV ARGS: netconf rank 0 on a (in the
+# background, its output in /tmp/FILE) and rank 1 on b, both with ENV (words
+# VAR=VALUE, may be empty) and ARGS; prints rank 0's output once both ended
+# well, else the failing side's output to stderr and returns 1
+netconf_ranks() {
+	local f=/tmp/$1 port=$2 env=$3 args=$4 out
+	va sh -c "rm -f $f; setsid sh -c 'env $env /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > $f 2>&1 < /dev/null &" || return 1
+	out=$(vb env $env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
+	wait_for "va grep -q netconf-exit=0 $f" 60 || { va cat "$f" >&2; return 1; }
+	va cat "$f"
+}
+
 # plugin SLICE PORT [ZEROCOPY [OP [REDUCER [EXTRA]]]]: all-reduce benchmark
 # over $channels channels (EXTRA: more netconf options, e.g. --in-place or
 # --channels 1); prints rank 0's bench JSON
 plugin() {
-	local slice=$1 port=$2 zc=${3:-1} op=${4:-sum} red=${5:-$reducer} args out
-	args="--bench $bytes --iters $iters --slice $slice --op $op --reducer $red --channels $channels --deadline 300 ${6:-}"
-	va sh -c "rm -f /tmp/nb.out; setsid sh -c 'ODL_TB5_RCCL_ZEROCOPY=$zc /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > /tmp/nb.out 2>&1 < /dev/null &" || return 1
-	out=$(vb env ODL_TB5_RCCL_ZEROCOPY="$zc" /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
-	wait_for "va grep -q netconf-exit=0 /tmp/nb.out" 60 || { va cat /tmp/nb.out >&2; return 1; }
-	va cat /tmp/nb.out | sed -n 's/^# bench //p' | grep '^{'
+	local slice=$1 port=$2 zc=${3:-1} op=${4:-sum} red=${5:-$reducer} out
+	out=$(netconf_ranks nb.out "$port" "ODL_TB5_RCCL_ZEROCOPY=$zc" \
+		"--bench $bytes --iters $iters --slice $slice --op $op --reducer $red --channels $channels --deadline 300 ${6:-}") || return 1
+	printf '%s\n' "$out" | sed -n 's/^# bench //p' | grep '^{'
 }
 
 # plugin_lat PORT: netconf --bench-lat over the plugin; prints rank 0's
 # "# lat" JSON lines (one per size)
 plugin_lat() {
-	local port=$1 args="--bench-lat $lat_sizes --lat-iters $lat_iters --deadline 120" out
-	va sh -c "rm -f /tmp/nl.out; setsid sh -c '/tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > /tmp/nl.out 2>&1 < /dev/null &" || return 1
-	out=$(vb /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
-	wait_for "va grep -q netconf-exit=0 /tmp/nl.out" 60 || { va cat /tmp/nl.out >&2; return 1; }
-	va cat /tmp/nl.out | sed -n 's/^# lat //p' | grep '^{'
+	local out
+	out=$(netconf_ranks nl.out "$1" "" "--bench-lat $lat_sizes --lat-iters $lat_iters --deadline 120") || return 1
+	printf '%s\n' "$out" | sed -n 's/^# lat //p' | grep '^{'
 }
 lat_field() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j[sys.argv[2]][sys.argv[3]])' "$1" "$2" "$3"; }
 
