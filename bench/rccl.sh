@@ -377,6 +377,13 @@ if [ $bw = 1 ]; then
 		printf ' "ratio":%s,"ratio_per_round":[%s],"ratio_one_way":%s}\n' "$ratio" "$(arr "$rr")" "$ratio1"
 	} > "$out.json"
 	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" || echo "bench/rccl.sh: warning: JSON not valid" >&2
+	# one run cannot tell 0.89 from 0.91 here: every recorded run made the
+	# same way, pooled, with the 95 % interval of the mean
+	{
+		echo "HISTORY (bench/rccl_history.py: the runs in bench/results made the way this one was)"
+		python3 "$top/bench/rccl_history.py" --dir "$top/bench/results" ||
+			echo "bench/rccl.sh: warning: bench/rccl_history.py failed" >&2
+	} | tee -a "$out.txt"
 	echo "bench/rccl.sh: saved $out.txt and $out.json"
 fi
 

@@ -52,11 +52,16 @@ $(eval $(call unit_variant,core-cov,-O0 --coverage))
 
 .PHONY: unit unit-core unit-core-asan coverage-core \
         unit-core-gen-check
-unit: unit-core unit-core-asan unit-sim unit-userlib unit-rccl
+unit: unit-core unit-core-asan unit-sim unit-userlib unit-rccl unit-bench
 coverage: coverage-core coverage-userlib
 
 unit-core-gen-check:
 	python3 $(TOP)/tools/gen-profiles --check
+
+# bench/rccl_history.py (pools the all-reduce benchmark's runs) on made-up runs
+.PHONY: unit-bench
+unit-bench:
+	python3 $(TOP)/bench/tests/rccl_history_check.py
 
 unit-core: $(UNIT_OUT)/core/test_core unit-core-gen-check
 	$(UNIT_OUT)/core/test_core
