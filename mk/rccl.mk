@@ -138,7 +138,8 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 # rank must not stay counted in procs_attached (liveness locks). Last, three
 # rank pairs share one shm device at once (--pairs 3): each process takes
 # the first free port (pair k: 78 + k on both sides, checked), and a
-# listener on another port is refused at once (shm cannot send there); the
+# listener on another port is refused at once (shm cannot send there; and
+# test() waits for the progress threads, ODL_TB5_RCCL_CALLER_REAP=0); the
 # same with one ODL_TB5_RCCL_PORT for all: the second pair's init must fail
 # with a message that names the variable.
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
@@ -148,8 +149,9 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
 	  assert s["zc_regs"] > 0 and s["zc_rx_bytes"] == s["zc_tx_bytes"] > 64*2**20, s; \
 	  assert s["cts_urgent"] > 0, s; \
-	  print("ok - zero copy: %d of %d bytes moved without a staging copy; %d CTS sent urgent" % (s["zc_tx_bytes"], s["tx_bytes"], s["cts_urgent"])); \
-	  open("$(RCCL_TEST_STATS).zc", "w").write("%d %d" % (s["zc_tx_bytes"], s["cts_urgent"]))'
+	  assert s["caller_reaps"] > 0, s; \
+	  print("ok - zero copy: %d of %d bytes moved without a staging copy; %d CTS sent urgent; %d waits in test() reaped by the caller" % (s["zc_tx_bytes"], s["tx_bytes"], s["cts_urgent"], s["caller_reaps"])); \
+	  open("$(RCCL_TEST_STATS).zc", "w").write("%d %d %d" % (s["zc_tx_bytes"], s["cts_urgent"], s["caller_reaps"]))'
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) ODL_TB5_RCCL_TEST_WAIT_US=0 \
 	  ODL_TB5_RCCL_ZEROCOPY=0 ODL_TB5_RCCL_URGENT_CTS=0 ODL_TB5_RCCL_DMABUF=1 \
 	  $(RCCL_NETCONF) --api 10 --flavour nccl --max-size 16777216 --timeout $(RCCL_TIMEOUT)
@@ -157,16 +159,17 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
 	  assert s["tx_bytes"] > 2*64*2**20 and s["rx_bytes"] == s["tx_bytes"], s; \
 	  assert s["procs_attached"] == 0 and s["inits"] == 4 and s["err_truncated"] >= 4, s; \
-	  zc, urg = (int(v) for v in open("$(RCCL_TEST_STATS).zc").read().split()); \
-	  assert s["zc_tx_bytes"] == zc and s["cts_urgent"] == urg, s; \
-	  print("ok - statistics file consistent (staged run without urgent CTS added no zero-copy bytes, no urgent CTS)")'
+	  zc, urg, reaps = (int(v) for v in open("$(RCCL_TEST_STATS).zc").read().split()); \
+	  assert s["zc_tx_bytes"] == zc and s["cts_urgent"] == urg and s["caller_reaps"] == reaps, s; \
+	  print("ok - statistics file consistent (staged run without urgent CTS and without waits in test() added no zero-copy bytes, no urgent CTS, no reaping caller)")'
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) $(RCCL_NETCONF) --fail kill --timeout $(RCCL_TIMEOUT)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS) | python3 -c 'import json,sys; s=json.load(sys.stdin); \
 	  assert s["inits"] == 6 and s["procs_attached"] == 0 and s["procs_live"] == 0, s; \
 	  print("ok - statistics: the SIGKILLed rank is not counted as attached (procs_attached 0, procs_live 0)")'
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 \
 	  $(RCCL_NETCONF) --fail stop --timeout $(RCCL_TIMEOUT)
-	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --pairs 3 --quick --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_CALLER_REAP=0 \
+	  $(RCCL_NETCONF) --pairs 3 --quick --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --quick --timeout $(RCCL_TIMEOUT)
 	@out=$$(NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PORT=90 ODL_TB5_RCCL_DEBUG=1 \
 	  $(RCCL_NETCONF) --pairs 2 --quick --timeout 120 2>&1); rc=$$?; \

@@ -273,11 +273,12 @@ a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
 assert a["procs_attached"] == 0 and b["procs_attached"] == 0, "procs_attached"
 assert a["err_link"] == 0 and b["err_link"] == 0 and a["peer_lost"] == 0 and b["peer_lost"] == 0, "errors"
-print("a tx %d rx %d, b tx %d rx %d bytes" % (a["tx_bytes"], a["rx_bytes"], b["tx_bytes"], b["rx_bytes"]))
+assert a["caller_reaps"] > 0 and b["caller_reaps"] > 0, "no test() reaped its device itself"
+print("a tx %d rx %d, b tx %d rx %d bytes; waits in test() reaped by the caller: a %d, b %d" % (a["tx_bytes"], a["rx_bytes"], b["tx_bytes"], b["rx_bytes"], a["caller_reaps"], b["caller_reaps"]))
 ' "$sa" "$sb" 2>&1); then
-	ok "statistics after both pairs: a's TX = b's RX and vice versa, no link errors, every process detached" "$res"
+	ok "statistics after both pairs: a's TX = b's RX and vice versa, no link errors, every process detached, test() reaped by its caller" "$res"
 else
-	not_ok "statistics after both pairs: a's TX = b's RX and vice versa, no link errors, every process detached" "$res" "a: $sa" "b: $sb"
+	not_ok "statistics after both pairs: a's TX = b's RX and vice versa, no link errors, every process detached, test() reaped by its caller" "$res" "a: $sa" "b: $sb"
 fi
 odl_check_rx_stats "driver: no seq/len/descriptor errors, no drops on either side" a b
 odl_check_clean

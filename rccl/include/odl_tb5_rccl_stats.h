@@ -105,8 +105,13 @@ struct odl_tb5_rccl_stats {
 	uint64_t peer_lost;	/* comms failed because their peer process was gone
 				 * (silent past ODL_TB5_RCCL_PEER_TIMEOUT_MS, or
 				 * another process answered on its port) */
+	/* in place of a reserved word; 0 from older plugins */
+	uint64_t caller_reaps;	/* test() calls that reaped their device's
+				 * completions themselves instead of waiting
+				 * for the progress thread to hand them over
+				 * (ODL_TB5_RCCL_CALLER_REAP) */
 
-	uint64_t reserved[5];
+	uint64_t reserved[4];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

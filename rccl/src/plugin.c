@@ -36,11 +36,13 @@
  * Locking: dev->mu protects all state of a device and its comms; dev->poll_mu
  * serialises "reap completions + process them" so that messages are handled
  * in channel order. Order: poll_mu before mu. A progress thread per device
- * sleeps in odl_tb5_poll(); test() also progresses opportunistically.
+ * sleeps in odl_tb5_poll(); a test() that would wait reaps the device itself
+ * (caller_reap), and the progress thread stands aside meanwhile.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -85,6 +87,7 @@
 #define DEFAULT_NTX 16
 #define DEFAULT_NRX 32
 #define DEFAULT_TEST_WAIT_US 1000
+#define COMP_BATCH 32 /* completions taken from the library at a time */
 #define KTAB 512 /* keyed receives / zero-copy sends in flight per device */
 #define KC_RX (1ull << 40) /* library cookie: keyed receive, table slot below */
 #define KC_TX (1ull << 41) /* library cookie: zero-copy send */
@@ -494,6 +497,9 @@ struct odlp_dev {
 	/* completion batches processed (under mu): a test() that saw no new
 	 * one since its last test of a request waits (test_wait) */
 	uint64_t gen;
+	/* CLOCK_MONOTONIC ns until which the progress thread leaves reaping
+	 * to the test() callers (caller_reap), 0: it reaps */
+	uint64_t reap_until_ns;
 	uint32_t port; /* this process's port on the device */
 	/* per port of the peer (one process each), for the keepalive: when
 	 * it last sent anything, when this side last asked (PING), and the
@@ -518,6 +524,7 @@ static uint32_t g_port; /* ODL_TB5_RCCL_PORT, 0: the first free one */
  * its port and never takes one a neighbour process is about to ask for */
 static uint32_t g_prev_port[MAX_DEVS];
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
+static bool g_caller_reap = true; /* ODL_TB5_RCCL_CALLER_REAP */
 /* ODL_TB5_RCCL_DMABUF=1: ptrSupport advertises NCCL_PTR_DMABUF */
 static bool g_dmabuf_adv;
 static long g_poll_ms = ODL_TB5_RCCL_POLL_MS_DEFAULT;
@@ -1511,11 +1518,11 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp,
 /* Reap completions and act on them. Caller holds poll_mu (not mu). */
 static int dev_progress(struct odlp_dev *d, int timeout_ms)
 {
-	struct odl_tb5_completion comps[32];
+	struct odl_tb5_completion comps[COMP_BATCH];
 	uint64_t now = 0; /* when this batch arrived (keepalive), taken once */
 	int n, rc;
 
-	n = odl_tb5_poll(d->h, comps, 32, timeout_ms,
+	n = odl_tb5_poll(d->h, comps, COMP_BATCH, timeout_ms,
 			 timeout_ms ? ODL_TB5_F_SLEEP : ODL_TB5_F_NONBLOCK);
 	pthread_mutex_lock(&d->mu);
 	if (n < 0 && n != -EAGAIN && n != -ETIMEDOUT)
@@ -1580,8 +1587,24 @@ static void *progress_thread(void *arg)
 	struct odlp_dev *d = arg;
 
 	while (!__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t until = __atomic_load_n(&d->reap_until_ns, __ATOMIC_ACQUIRE);
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
 		int n;
 
+		if (until > now && !d->dead) {
+			/* a caller of test() reaps (caller_reap): stay out of
+			 * its way, but keep the keepalive going */
+			uint64_t at = until - now > (uint64_t)g_poll_ms * 1000000 ?
+					      now + (uint64_t)g_poll_ms * 1000000 : until;
+			struct timespec ts = { (time_t)(at / 1000000000), (long)(at % 1000000000) };
+
+			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+				;
+			pthread_mutex_lock(&d->mu);
+			keepalive(d);
+			pthread_mutex_unlock(&d->mu);
+			continue;
+		}
 		pthread_mutex_lock(&d->poll_mu);
 		n = d->dead ? 0 : dev_progress(d, (int)g_poll_ms);
 		pthread_mutex_unlock(&d->poll_mu);
@@ -1992,6 +2015,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	g_init_pid = getpid();
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", 0, 0, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
+	g_caller_reap = env_long("ODL_TB5_RCCL_CALLER_REAP", 1, 0, 1) != 0;
 	g_dmabuf_adv = env_long("ODL_TB5_RCCL_DMABUF", 0, 0, 1) != 0;
 	g_peer_timeout_ms = env_long("ODL_TB5_RCCL_PEER_TIMEOUT_MS", DEFAULT_PEER_TIMEOUT_MS, 0,
 				     3600000);
@@ -2838,6 +2862,71 @@ static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, 
  * takes the CPU the progress thread, the driver and, under emulation, the
  * device model need. Caller holds d->mu (dropped while waiting).
  */
+/*
+ * test_wait's first choice (ODL_TB5_RCCL_CALLER_REAP, default on): the
+ * caller waits for completions itself, in the library, and reaps them in its
+ * own thread (until something on the device finished or failed, r is done,
+ * or the wait is over), so that a completion it waits for reaches it without
+ * the hand-over from the progress thread: one thread switch less per
+ * message, which is most of a small message's cost on a slow CPU. The
+ * progress thread stands aside while callers do this (progress_thread) and
+ * takes over a poll period after the last one. Only with one device: a
+ * caller sleeping in one device's wait would not see another's completions.
+ * False when the progress thread still holds the device (then the caller
+ * waits for it as before). Caller holds d->mu (dropped meanwhile).
+ */
+static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC), end = now + (uint64_t)g_test_wait_us * 1000;
+	uint64_t gen = d->gen;
+	int fd;
+
+	if (!g_caller_reap || g_ndev != 1)
+		return false;
+	/* from now on the progress thread stands aside (at the latest once
+	 * it is back from the wait it may be in), for a poll period after
+	 * this caller's last test() */
+	__atomic_store_n(&d->reap_until_ns, now + (uint64_t)g_poll_ms * 1000000, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&d->mu);
+	if (pthread_mutex_trylock(&d->poll_mu) != 0) {
+		pthread_mutex_lock(&d->mu);
+		return false; /* it is still waiting there: wait for it as before */
+	}
+	STAT_ADD(caller_reaps, 1);
+	fd = odl_tb5_fd(d->h);
+	for (;;) {
+		bool stop;
+		int n = 0;
+
+		pthread_mutex_lock(&d->mu);
+		stop = d->dead;
+		pthread_mutex_unlock(&d->mu);
+		if (!stop)
+			n = dev_progress(d, 0);
+		pthread_mutex_lock(&d->mu);
+		stop = stop || d->gen != gen || d->dead || __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
+		pthread_mutex_unlock(&d->mu);
+		now = now_ns(CLOCK_MONOTONIC);
+		if (stop || now >= end)
+			break;
+		if (n == COMP_BATCH)
+			continue; /* the library may hold more than the descriptor shows */
+		if (fd >= 0) {
+			/* the kernel device: a precise wait, then reap */
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+			struct timespec ts = { (time_t)((end - now) / 1000000000),
+					       (long)((end - now) % 1000000000) };
+
+			ppoll(&pf, 1, &ts, NULL);
+		} else {
+			dev_progress(d, (int)((end - now + 999999) / 1000000));
+		}
+	}
+	pthread_mutex_unlock(&d->poll_mu);
+	pthread_mutex_lock(&d->mu);
+	return true;
+}
+
 static void test_wait(struct odlp_dev *d, struct odlp_req *r)
 {
 	struct timespec ts;
@@ -2845,6 +2934,10 @@ static void test_wait(struct odlp_dev *d, struct odlp_req *r)
 
 	if (r->seen_gen != gen || !g_test_wait_us || !d->thr_started || d->dead) {
 		r->seen_gen = gen;
+		return;
+	}
+	if (caller_reap(d, r)) {
+		r->seen_gen = d->gen;
 		return;
 	}
 	pthread_once(&g_wait_once, wait_cv_init);
