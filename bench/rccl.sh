@@ -63,7 +63,11 @@
 #              plugin (registered buffers, receives posted ahead as NCCL's
 #              proxy keeps them, test() polled; every message checked), and
 #              a two-rank ring all-reduce of that size (two steps: the
-#              reduce-scatter exchange, the adds, the all-gather exchange)
+#              reduce-scatter exchange, the adds, the all-gather exchange);
+#              the same again with ODL_TB5_RCCL_CALLER_REAP=0 (the progress
+#              thread hands every completion over to test(); the plugin
+#              before 2026-11-27 evening), in alternating order, for the
+#              A/B of the caller reaping its device itself
 #   ratio      plugin one-way p50 / raw one-way p50 (what the plugin adds
 #              to a message), the all-reduce p50 against two raw one-way
 #              latencies (its two exchanges, the floor on this link)
@@ -204,11 +208,11 @@ plugin() {
 	printf '%s\n' "$out" | sed -n 's/^# bench //p' | grep '^{'
 }
 
-# plugin_lat PORT: netconf --bench-lat over the plugin; prints rank 0's
+# plugin_lat PORT [ENV]: netconf --bench-lat over the plugin; prints rank 0's
 # "# lat" JSON lines (one per size)
 plugin_lat() {
 	local out
-	out=$(netconf_ranks nl.out "$1" "" "--bench-lat $lat_sizes --lat-iters $lat_iters --deadline 120") || return 1
+	out=$(netconf_ranks nl.out "$1" "${2:-}" "--bench-lat $lat_sizes --lat-iters $lat_iters --deadline 120") || return 1
 	printf '%s\n' "$out" | sed -n 's/^# lat //p' | grep '^{'
 }
 lat_field() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j[sys.argv[2]][sys.argv[3]])' "$1" "$2" "$3"; }
@@ -239,15 +243,29 @@ for r in $(seq 1 "$rounds"); do
 				echo "bench/rccl.sh: round $r raw latency $n B: one-way p50 $(last "${res[lraw$n]}") us, p99 $(last "${res[lraw99$n]}") us"
 			done
 		elif [ $lat = 1 ]; then
-			port=$((port + 1))
-			out=$(plugin_lat $port) || fail "plugin latency run failed"
-			for n in ${lat_sizes//,/ }; do
-				j=$(echo "$out" | grep "^{\"size\":$n,") || fail "plugin latency: no line for $n B"
-				res[lpp$n]+="$(lat_field "$j" pingpong p50_us) "
-				res[lpp99$n]+="$(lat_field "$j" pingpong p99_us) "
-				res[lar$n]+="$(lat_field "$j" allreduce p50_us) "
-				res[lar99$n]+="$(lat_field "$j" allreduce p99_us) "
-				echo "bench/rccl.sh: round $r plugin latency $n B: ping-pong one-way p50 $(last "${res[lpp$n]}") us (p99 $(last "${res[lpp99$n]}")), all-reduce p50 $(last "${res[lar$n]}") us (p99 $(last "${res[lar99$n]}"))"
+			variants="reap handover"
+			[ $((r % 2)) = 0 ] && variants="handover reap"
+			for v in $variants; do
+				port=$((port + 1))
+				if [ $v = reap ]; then
+					out=$(plugin_lat $port) || fail "plugin latency run failed"
+				else
+					out=$(plugin_lat $port ODL_TB5_RCCL_CALLER_REAP=0) || fail "plugin latency run (ODL_TB5_RCCL_CALLER_REAP=0) failed"
+				fi
+				for n in ${lat_sizes//,/ }; do
+					j=$(echo "$out" | grep "^{\"size\":$n,") || fail "plugin latency: no line for $n B"
+					if [ $v = reap ]; then
+						res[lpp$n]+="$(lat_field "$j" pingpong p50_us) "
+						res[lpp99$n]+="$(lat_field "$j" pingpong p99_us) "
+						res[lar$n]+="$(lat_field "$j" allreduce p50_us) "
+						res[lar99$n]+="$(lat_field "$j" allreduce p99_us) "
+						echo "bench/rccl.sh: round $r plugin latency $n B: ping-pong one-way p50 $(last "${res[lpp$n]}") us (p99 $(last "${res[lpp99$n]}")), all-reduce p50 $(last "${res[lar$n]}") us (p99 $(last "${res[lar99$n]}"))"
+					else
+						res[lho$n]+="$(lat_field "$j" pingpong p50_us) "
+						res[lhoar$n]+="$(lat_field "$j" allreduce p50_us) "
+						echo "bench/rccl.sh: round $r plugin latency $n B, progress thread hands over (ODL_TB5_RCCL_CALLER_REAP=0): ping-pong one-way p50 $(last "${res[lho$n]}") us, all-reduce p50 $(last "${res[lhoar$n]}") us"
+					fi
+				done
 			done
 		fi
 		if [ $bw = 0 ]; then
@@ -398,20 +416,30 @@ if [ $lat = 1 ]; then
 			printf '%-10s %12s %14s %8s %16s %10s  %s\n' "$n B" "$rl" "$pl" "$(div "$pl" "$rl")" "$al" \
 				"$(awk -v a="$al" -v b="$rl" 'BEGIN { printf "%.2f", a / (2 * b) }')" "$(round_ratios "${res[lpp$n]}" "${res[lraw$n]}")"
 		done
+		echo "A/B: test() reaping the device in the caller (the default) against the progress thread handing completions over (ODL_TB5_RCCL_CALLER_REAP=0), same rounds"
+		printf '%-10s %14s %14s %8s %16s %16s %8s\n' size "reap p50" "hand-over p50" ratio "all-red. reap" "all-red. hand" ratio
+		for n in ${lat_sizes//,/ }; do
+			pl=$(median "${res[lpp$n]}"); hl=$(median "${res[lho$n]}")
+			al=$(median "${res[lar$n]}"); hal=$(median "${res[lhoar$n]}")
+			printf '%-10s %14s %14s %8s %16s %16s %8s  per round (ping-pong): %s\n' "$n B" "$pl" "$hl" "$(div "$pl" "$hl")" \
+				"$al" "$hal" "$(div "$al" "$hal")" "$(round_ratios "${res[lpp$n]}" "${res[lho$n]}")"
+		done
 		echo "rounds (us):"
 		for n in ${lat_sizes//,/ }; do
 			echo "  $n B: raw p50 ${res[lraw$n]}/ p99 ${res[lraw99$n]}"
 			echo "  $n B: plugin ping-pong p50 ${res[lpp$n]}/ p99 ${res[lpp99$n]}"
 			echo "  $n B: plugin all-reduce p50 ${res[lar$n]}/ p99 ${res[lar99$n]}"
+			echo "  $n B: hand-over ping-pong p50 ${res[lho$n]}/ all-reduce p50 ${res[lhoar$n]}"
 		done
 	} | tee "$out.txt"
 	{
 		printf '{"timestamp":"%s","rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"sizes":{' "$ts" "$rounds" "$lat_iters" "$(nproc)" "${cpu:-default}" "$smp"
 		sep=
 		for n in ${lat_sizes//,/ }; do
-			printf '%s\n "%s":{"raw_p50_us":[%s],"raw_p99_us":[%s],"plugin_pingpong_p50_us":[%s],"plugin_pingpong_p99_us":[%s],"plugin_allreduce_p50_us":[%s],"plugin_allreduce_p99_us":[%s],"ratio_pingpong":%s}' \
+			printf '%s\n "%s":{"raw_p50_us":[%s],"raw_p99_us":[%s],"plugin_pingpong_p50_us":[%s],"plugin_pingpong_p99_us":[%s],"plugin_allreduce_p50_us":[%s],"plugin_allreduce_p99_us":[%s],"ratio_pingpong":%s,"handover_pingpong_p50_us":[%s],"handover_allreduce_p50_us":[%s],"ratio_reap_handover":%s}' \
 				"$sep" "$n" "$(arr "${res[lraw$n]}")" "$(arr "${res[lraw99$n]}")" "$(arr "${res[lpp$n]}")" "$(arr "${res[lpp99$n]}")" \
-				"$(arr "${res[lar$n]}")" "$(arr "${res[lar99$n]}")" "$(div "$(median "${res[lpp$n]}")" "$(median "${res[lraw$n]}")")"
+				"$(arr "${res[lar$n]}")" "$(arr "${res[lar99$n]}")" "$(div "$(median "${res[lpp$n]}")" "$(median "${res[lraw$n]}")")" \
+				"$(arr "${res[lho$n]}")" "$(arr "${res[lhoar$n]}")" "$(div "$(median "${res[lpp$n]}")" "$(median "${res[lho$n]}")")"
 			sep=,
 		done
 		printf '}}\n'
