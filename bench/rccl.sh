@@ -32,8 +32,10 @@
 #              plugin's transport alone, without the int32 adds that a GPU
 #              system does on the GPU and that here take the guest's one
 #              emulated CPU. The headline slice also runs with the other
-#              reducer (--reducer: who does the int32 adds, see below) and,
-#              unless --channels 1, over one channel.
+#              reducer (--reducer: who does the int32 adds, see below),
+#              unless --channels 1 over one channel, and with
+#              ODL_TB5_RCCL_CALLER_REAP=0 (the progress thread hands every
+#              completion over to test(), as before 2026-11-27 evening).
 #              --channels N (default 2): the all-reduce is divided between N
 #              connections (comm pairs), each with its own 8 slices in
 #              flight, one thread driving them all: NCCL's ring channels
@@ -200,10 +202,11 @@ netconf_ranks() {
 
 # plugin SLICE PORT [ZEROCOPY [OP [REDUCER [EXTRA]]]]: all-reduce benchmark
 # over $channels channels (EXTRA: more netconf options, e.g. --in-place or
-# --channels 1); prints rank 0's bench JSON
+# --channels 1; plugin_env: more of the plugin's environment); prints rank
+# 0's bench JSON
 plugin() {
 	local slice=$1 port=$2 zc=${3:-1} op=${4:-sum} red=${5:-$reducer} out
-	out=$(netconf_ranks nb.out "$port" "ODL_TB5_RCCL_ZEROCOPY=$zc" \
+	out=$(netconf_ranks nb.out "$port" "ODL_TB5_RCCL_ZEROCOPY=$zc ${plugin_env:-}" \
 		"--bench $bytes --iters $iters --slice $slice --op $op --reducer $red --channels $channels --deadline 300 ${6:-}") || return 1
 	printf '%s\n' "$out" | sed -n 's/^# bench //p' | grep '^{'
 }
@@ -299,6 +302,7 @@ for r in $(seq 1 "$rounds"); do
 			row ip "in place" 1 sum "$reducer" --in-place
 			row or "reducer $other_reducer" 1 sum "$other_reducer"
 			[ "$channels" = 1 ] || row c1 "1 channel" 1 sum "$reducer" "--channels 1"
+			plugin_env=ODL_TB5_RCCL_CALLER_REAP=0 row ho "progress thread hands over" 1
 			if [ "$staged" = 1 ]; then
 				row st "staged (zero copy off)" 0
 				res[stcpu$s]+="$(json_field "$j" cpu_s_avg) "
@@ -346,6 +350,7 @@ if [ $bw = 1 ]; then
 		if [ "$channels" != 1 ]; then
 			printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, 1 channel" "$(median "${res[c1$head]}")" "${res[c1$head]}"
 		fi
+		printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, hand-over" "$(median "${res[ho$head]}")" "${res[ho$head]}"
 		if [ "$staged" = 1 ]; then
 			printf '%-58s %10s  %s\n' "plugin all-reduce busbw, slice $((head >> 10)) KiB, staged" "$(median "${res[st$head]}")" "${res[st$head]}"
 		fi
@@ -358,6 +363,7 @@ if [ $bw = 1 ]; then
 		if [ "$channels" != 1 ]; then
 			echo "RATIO plugin all-reduce, 1 channel (slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[c1$head]}")" "$bidm") (per round: $(round_ratios "${res[c1$head]}" "${res[bidir]}"))"
 		fi
+		echo "RATIO plugin all-reduce, progress thread hands over (ODL_TB5_RCCL_CALLER_REAP=0; slice $((head >> 10)) KiB) / bidirectional raw: $(div "$(median "${res[ho$head]}")" "$bidm") (per round: $(round_ratios "${res[ho$head]}" "${res[bidir]}")); caller reaps / hands over: $(div "$plm" "$(median "${res[ho$head]}")") (per round: $(round_ratios "${res[p$head]}" "${res[ho$head]}"))"
 		echo "RATIO plugin transport (all-reduce data movement, reduction skipped) / bidirectional raw: $(div "$(median "${res[nop$head]}")" "$bidm") (per round: $(round_ratios "${res[nop$head]}" "${res[bidir]}"))"
 		echo "  guest a busy (% of the time): raw mimo 1 stream (client run) ${res[busy_raw]}; plugin all-reduce (timed iterations) ${res[busy$head]}"
 		if [ "$staged" = 1 ]; then
@@ -388,6 +394,7 @@ if [ $bw = 1 ]; then
 		if [ "$channels" != 1 ]; then
 			printf ' "plugin_1ch_busbw_gbps":[%s],"ratio_1ch":%s,\n' "$(arr "${res[c1$head]}")" "$(div "$(median "${res[c1$head]}")" "$bidm")"
 		fi
+		printf ' "plugin_handover_busbw_gbps":[%s],"ratio_handover":%s,\n' "$(arr "${res[ho$head]}")" "$(div "$(median "${res[ho$head]}")" "$bidm")"
 		printf ' "plugin_staged_busbw_gbps":[%s],"plugin_staged_cpu_s":[%s],\n' "$(arr "${res[st$head]:-}")" "$(arr "${res[stcpu$head]:-}")"
 		printf ' "plugin_noreduce_busbw_gbps":[%s],"ratio_transport":%s,\n' "$(arr "${res[nop$head]}")" "$(div "$(median "${res[nop$head]}")" "$bidm")"
 		printf ' "median":{"raw":%s,"raw_client":%s,"bidir1":%s,"bidir4":%s,"bidir":%s,"plugin":%s},"headline_slice":%s,\n' \
