@@ -2854,15 +2854,6 @@ static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, 
 }
 
 /*
- * A caller that tests an unfinished request again although nothing on its
- * device finished or failed since its previous test of it would only spin:
- * wait (at most ODL_TB5_RCCL_TEST_WAIT_US) until a request of any device
- * finishes or a comm fails (g_prog_gen) or this request is done instead. On a
- * machine with few CPUs (the 1-vCPU guests) the spinning caller otherwise
- * takes the CPU the progress thread, the driver and, under emulation, the
- * device model need. Caller holds d->mu (dropped while waiting).
- */
-/*
  * test_wait's first choice (ODL_TB5_RCCL_CALLER_REAP, default on): the
  * caller waits for completions itself, in the library, and reaps them in its
  * own thread (until something on the device finished or failed, r is done,
@@ -2927,6 +2918,16 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 	return true;
 }
 
+/*
+ * A caller that tests an unfinished request again although nothing on its
+ * device finished or failed since its previous test of it would only spin:
+ * wait (at most ODL_TB5_RCCL_TEST_WAIT_US) instead, reaping the device
+ * (caller_reap) or, where that cannot be, until a request of any device
+ * finishes or a comm fails (g_prog_gen) or this request is done. On a
+ * machine with few CPUs (the 1-vCPU guests) the spinning caller otherwise
+ * takes the CPU the progress thread, the driver and, under emulation, the
+ * device model need. Caller holds d->mu (dropped while waiting).
+ */
 static void test_wait(struct odlp_dev *d, struct odlp_req *r)
 {
 	struct timespec ts;
