@@ -250,11 +250,9 @@ for r in $(seq 1 "$rounds"); do
 			[ $((r % 2)) = 0 ] && variants="handover reap"
 			for v in $variants; do
 				port=$((port + 1))
-				if [ $v = reap ]; then
-					out=$(plugin_lat $port) || fail "plugin latency run failed"
-				else
-					out=$(plugin_lat $port ODL_TB5_RCCL_CALLER_REAP=0) || fail "plugin latency run (ODL_TB5_RCCL_CALLER_REAP=0) failed"
-				fi
+				env=
+				[ $v = handover ] && env=ODL_TB5_RCCL_CALLER_REAP=0
+				out=$(plugin_lat $port "$env") || fail "plugin latency run${env:+ ($env)} failed"
 				for n in ${lat_sizes//,/ }; do
 					j=$(echo "$out" | grep "^{\"size\":$n,") || fail "plugin latency: no line for $n B"
 					if [ $v = reap ]; then

@@ -149,6 +149,12 @@ static uint64_t now_ns(int clk)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* now_ns's inverse: a time (or a span) in ns as a timespec */
+static struct timespec ns_ts(uint64_t ns)
+{
+	return (struct timespec){ (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+}
+
 static ncclResult_t fail(ncclResult_t r)
 {
 	STAT_ADD(errors, 1);
@@ -1596,7 +1602,7 @@ static void *progress_thread(void *arg)
 			 * its way, but keep the keepalive going */
 			uint64_t at = until - now > (uint64_t)g_poll_ms * 1000000 ?
 					      now + (uint64_t)g_poll_ms * 1000000 : until;
-			struct timespec ts = { (time_t)(at / 1000000000), (long)(at % 1000000000) };
+			struct timespec ts = ns_ts(at);
 
 			while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 				;
@@ -2870,6 +2876,7 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC), end = now + (uint64_t)g_test_wait_us * 1000;
 	uint64_t gen = d->gen;
+	bool stop;
 	int fd;
 
 	if (!g_caller_reap || g_ndev != 1)
@@ -2885,15 +2892,12 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 	}
 	STAT_ADD(caller_reaps, 1);
 	fd = odl_tb5_fd(d->h);
+	pthread_mutex_lock(&d->mu);
+	stop = d->dead; /* it may have failed while mu was dropped */
+	pthread_mutex_unlock(&d->mu);
 	for (;;) {
-		bool stop;
-		int n = 0;
+		int n = stop ? 0 : dev_progress(d, 0);
 
-		pthread_mutex_lock(&d->mu);
-		stop = d->dead;
-		pthread_mutex_unlock(&d->mu);
-		if (!stop)
-			n = dev_progress(d, 0);
 		pthread_mutex_lock(&d->mu);
 		stop = stop || d->gen != gen || d->dead || __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&d->mu);
@@ -2905,8 +2909,7 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 		if (fd >= 0) {
 			/* the kernel device: a precise wait, then reap */
 			struct pollfd pf = { .fd = fd, .events = POLLIN };
-			struct timespec ts = { (time_t)((end - now) / 1000000000),
-					       (long)((end - now) % 1000000000) };
+			struct timespec ts = ns_ts(end - now);
 
 			ppoll(&pf, 1, &ts, NULL);
 		} else {
