@@ -205,9 +205,13 @@ tb_problems() {
 	[ -e "$VMPAIR_STATE/tbnet-login-race-$1" ] && race=1
 	vm "$1" sh -c 'dmesg -r | awk -v race='$race' '\''
 		{ lvl = substr($0, 2, index($0, ">") - 2) + 0; lvl = lvl % 8 }
-		# a Call Trace comes with the lines that say why (RCU stall, hung task)
-		/Call Trace/ { if (p2 != "") print "  " p2; if (p1 != "") print "  " p1; print; p1 = p2 = ""; next }
-		{ p2 = p1; p1 = $0 }
+		# a Call Trace comes with the lines that say why (RCU stall, hung
+		# task) and the stack after it: the evidence of who was stuck
+		/Call Trace/ { if (p2 != "") print "  " p2; if (p1 != "") print "  " p1; print; p1 = p2 = ""; frames = 48; next }
+		frames > 0 && /\+0x|TASK>|IRQ>|EOI>|R[A-Z0-9]+: / { frames--; print; next }
+		{ frames = 0; p2 = p1; p1 = $0 }
+		# every line of an RCU stall report, also one without a stack
+		lvl <= 4 && /rcu: / { print; p1 = p2 = ""; next }
 		/WARNING:|Oops|BUG:|general protection|Kernel panic/ { print; next }
 		/DMAR:.*(fault addr|handling fault)/ { print; next }
 		/suspect GRO implementation/ { next }

@@ -3,7 +3,7 @@
 # probe: the stock thunderbolt driver binds the emulated NHI, the software
 # connection manager creates domain0 and the host router, dmesg is clean.
 . "$(dirname "$0")/common.sh"
-tap_plan 9
+tap_plan 11
 tap_timeout 900
 pair_up
 for v in a b; do
@@ -25,5 +25,20 @@ if [ -n "$a_uid" ] && [ "$a_uid" != "$b_uid" ]; then
 else
 	not_ok "host routers have distinct UUIDs" "a=$a_uid b=$b_uid"
 fi
+# Under TCG the stall detectors wait three times their default (vmpair's
+# TCG_STALL_ARGS: host starvation is not a guest stall); under KVM the
+# guest keeps the kernel's own values.
+accel=$("$VMPAIR" status | awk '$1 == "accel" { print $2 }')
+for v in a b; do
+	st=$(vm $v cat /sys/module/rcupdate/parameters/rcu_cpu_stall_timeout)
+	wt=$(vm $v cat /proc/sys/kernel/watchdog_thresh)
+	if [ "$accel" = tcg ]; then
+		want="63 30"
+	else
+		want="$st $wt"
+		vm $v grep -q rcu_cpu_stall_timeout /proc/cmdline && want="the kernel's own"
+	fi
+	is "$st $wt" "$want" "$v: RCU stall timeout and watchdog threshold fit the accelerator ($accel)"
+done
 check_clean_dmesg
 tap_done
