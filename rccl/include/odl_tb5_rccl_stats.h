@@ -110,8 +110,12 @@ struct odl_tb5_rccl_stats {
 				 * completions themselves instead of waiting
 				 * for the progress thread to hand them over
 				 * (ODL_TB5_RCCL_CALLER_REAP) */
+	/* in place of a reserved word; 0 from older plugins */
+	uint64_t busy_poll_reaps; /* of caller_reaps: ended by what the caller
+				   * found while polling without sleeping
+				   * (ODL_TB5_RCCL_BUSY_POLL_US) */
 
-	uint64_t reserved[4];
+	uint64_t reserved[3];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -242,6 +242,39 @@ START_TEST(t_peer_warns_bounded)
 }
 END_TEST
 
+/* the busy-polling window: automatic only with CPUs to spare; the
+ * variable's value when it is one, the automatic choice when it is not */
+START_TEST(t_busy_poll_choice)
+{
+	cpu_set_t set;
+	long mine;
+
+	ck_assert_int_eq(busy_poll_auto(1), 0);
+	ck_assert_int_eq(busy_poll_auto(BUSY_POLL_AUTO_CPUS - 1), 0);
+	ck_assert_int_eq(busy_poll_auto(BUSY_POLL_AUTO_CPUS), BUSY_POLL_AUTO_US);
+	ck_assert_int_eq(busy_poll_auto(256), BUSY_POLL_AUTO_US);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	mine = busy_poll_auto(CPU_COUNT(&set));
+	unsetenv("ODL_TB5_RCCL_BUSY_POLL_US");
+	ck_assert_int_eq(busy_poll_env(), mine);
+	setenv("ODL_TB5_RCCL_BUSY_POLL_US", "auto", 1);
+	ck_assert_int_eq(busy_poll_env(), mine);
+	setenv("ODL_TB5_RCCL_BUSY_POLL_US", "0", 1);
+	ck_assert_int_eq(busy_poll_env(), 0);
+	setenv("ODL_TB5_RCCL_BUSY_POLL_US", "200", 1);
+	ck_assert_int_eq(busy_poll_env(), 200);
+	setenv("ODL_TB5_RCCL_BUSY_POLL_US", "10000", 1);
+	ck_assert_int_eq(busy_poll_env(), BUSY_POLL_MAX_US);
+	setenv("ODL_TB5_RCCL_BUSY_POLL_US", "10001", 1);
+	ck_assert_int_eq(busy_poll_env(), mine);
+	setenv("ODL_TB5_RCCL_BUSY_POLL_US", "-1", 1);
+	ck_assert_int_eq(busy_poll_env(), mine);
+	setenv("ODL_TB5_RCCL_BUSY_POLL_US", "50us", 1);
+	ck_assert_int_eq(busy_poll_env(), mine);
+	unsetenv("ODL_TB5_RCCL_BUSY_POLL_US");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rccl-wire");
@@ -262,6 +295,7 @@ int main(void)
 	tcase_add_test(tc, t_rej_flood_bounded);
 	tcase_add_test(tc, t_pong_coalesced);
 	tcase_add_test(tc, t_peer_warns_bounded);
+	tcase_add_test(tc, t_busy_poll_choice);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
