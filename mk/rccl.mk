@@ -16,6 +16,8 @@
 #   make bench-rccl  bench/rccl.sh: plugin all-reduce between the VMs against raw
 #                    odl_tb5_cli (one-way and bidirectional) in the same run;
 #                    `make bench` runs it first (BENCH_RCCL=0 skips it)
+#   make bench-rccl-host  bench/rccl_host_lat.py: the plugin's small-message
+#                    latency on the host over shm, per way test() waits
 #
 # libodl_tb5 is compiled into the plugin (static, symbols kept private by
 # rccl/src/exports.map), so the plugin has no run-time dependency besides libc.
@@ -50,7 +52,7 @@ RCCL_TIMEOUT  ?= 600
 RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
 
 .PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-stats \
-        unit-rccl-static bench-rccl
+        unit-rccl-static unit-rccl-hostlat bench-rccl bench-rccl-host
 
 rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF) $(RCCL_NETCONF_STATIC) \
       $(RCCL_STATS_STATIC)
@@ -92,7 +94,24 @@ $(RCCL_OUT)/abi_check: $(RCCL_DIR)/tests/abi_check.c $(RCCL_HDRS)
 	$(CC) $(RCCL_CFLAGS) -pedantic -o $@ $<
 
 unit-rccl: unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-static \
-  unit-rccl-stats
+  unit-rccl-stats unit-rccl-hostlat
+
+# bench/rccl_host_lat.py, one short round into a scratch directory: every way
+# of waiting runs and is in the result; a bad --ways is refused
+unit-rccl-hostlat: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
+	@rm -rf $(RCCL_OUT)/hostlat-test
+	python3 $(TOP)/bench/rccl_host_lat.py --netconf $(RCCL_NETCONF) --rounds 2 --iters 100 \
+	  --sizes 8,4096 --out-dir $(RCCL_OUT)/hostlat-test
+	@python3 -c 'import glob,json; f = glob.glob("$(RCCL_OUT)/hostlat-test/rccl-hostlat-*.json"); \
+	  assert len(f) == 1, f; j = json.load(open(f[0])); s = j["summary"]; \
+	  assert sorted(s) == ["4096", "8"] and len(j["rounds"]) == 2, j["info"]; \
+	  ways = ["hands-over", "no-wait", "polls", "sleeps"]; \
+	  assert all(sorted(s[z][k]) == ways for z in s for k in ("pingpong", "allreduce")), s; \
+	  assert all(0 < s[z][k][w]["p50_us"] <= s[z][k][w]["p99_us"] for z in s for k in s[z] for w in ways), s; \
+	  print("ok - bench/rccl_host_lat.py: 2 sizes x 4 ways of waiting, 2 rounds, in its result file")'
+	@if python3 $(TOP)/bench/rccl_host_lat.py --netconf $(RCCL_NETCONF) --ways polls,polls >/dev/null 2>&1; then \
+	   echo "unit-rccl-hostlat: --ways polls,polls was taken" >&2; exit 1; fi; \
+	 echo "ok - bench/rccl_host_lat.py refuses a way named twice"
 
 # The statistics reader: --layout, a file written from it read back, --watch
 # over a file whose counters the check adds to (the reported changes and
@@ -241,4 +260,6 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 BENCH_RCCL ?= 1
 bench-rccl: vm-prereqs
 	@if [ "$(BENCH_RCCL)" = 1 ]; then bash $(TOP)/bench/rccl.sh; else echo "bench-rccl: skipped (BENCH_RCCL=$(BENCH_RCCL))"; fi
-bench: bench-rccl
+bench: bench-rccl bench-rccl-host
+bench-rccl-host: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
+	python3 $(TOP)/bench/rccl_host_lat.py --netconf $(RCCL_NETCONF)
