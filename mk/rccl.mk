@@ -160,8 +160,10 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 # listener on another port is refused at once (shm cannot send there; and
 # test() waits for the progress threads, ODL_TB5_RCCL_CALLER_REAP=0); the
 # same with one ODL_TB5_RCCL_PORT for all: the second pair's init must fail
-# with a message that names the variable. Between them a quick run with
-# ODL_TB5_RCCL_BUSY_POLL_US: waits in test() must end while polling.
+# with a message that names the variable. Between them the all-reduce
+# benchmark over two shm devices, a channel each, driven by one thread; and
+# a quick run with ODL_TB5_RCCL_BUSY_POLL_US: waits in test() must end while
+# polling.
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@rm -rf $(dir $(RCCL_TEST_STATS)) && mkdir -p $(dir $(RCCL_TEST_STATS))
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS) \
@@ -194,6 +196,8 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_CALLER_REAP=0 \
 	  $(RCCL_NETCONF) --pairs 3 --quick --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --quick --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --bench 3000000 --slice 262144 \
+	  --channels 2 --iters 2 --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS).busy ODL_TB5_RCCL_BUSY_POLL_US=2000 \
 	  $(RCCL_NETCONF) --quick --timeout $(RCCL_TIMEOUT)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS).busy | python3 -c 'import json,sys; s=json.load(sys.stdin); \

@@ -14,14 +14,21 @@
 # and PCI paths, an all-reduce divided between the two, and a connect
 # asked of the device on the other cable goes over the cable that reaches
 # the listener (the out-of-band channel is virtio-net, as in net-plugin).
+# Then the all-reduce benchmark with a channel on each cable, one thread
+# driving both devices as NCCL's proxy does (netconf --rails 2 --bench):
+# verified, and the plugin's statistics show that test() callers reaped
+# the devices themselves (with two kernel devices they wait on both
+# descriptors at once) on both machines.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 NETCONF=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}/netconf.static
-tap_plan 18
+STATS=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}/odl_tb5_rccl_stats.static
+tap_plan 20
 tap_timeout 1800
 TAP_EXEC_TIMEOUT=900
 odl_need_build
-[ -x "$NETCONF" ] || bail_out "build/rccl/netconf.static missing: run 'make rccl'"
+[ -x "$NETCONF" ] && [ -x "$STATS" ] ||
+	bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
 pair_up --links 2 --virtio-net
 
 # uuid V K: the UUID of guest V's controller on cable K (domain K)
@@ -90,7 +97,8 @@ for k in 0 1; do
 		"cable $k: a's XDomain $k-1 is b's controller $k-0"
 done
 for v in a b; do
-	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null && odl_load $v ||
+	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null &&
+		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null && odl_load $v ||
 		bail_out "cannot load odl_tb5 on $v"
 done
 for v in a b; do
@@ -165,23 +173,35 @@ for v in a b; do
 	vm $v sh -c "ip link set eth0 up && ip addr add $ip/24 dev eth0" >/dev/null 2>&1
 done
 wait_for "vm a ping -c 1 -W 2 198.51.100.2" 60 || bail_out "no out-of-band path (virtio-net)"
+# rails_pass NAME OUT PORT ENV ARGS PATTERN EVIDENCE: netconf on both
+# guests (rank 0 on a, rank 1 on b); ok NAME when both passed and each
+# rank's output has "rankR... PATTERN", with a's lines matching EVIDENCE
+rails_pass() {
+	local out=$2
+	netconf_start a "$out" "$4" "--rank 0 --oob-listen $3 $5"
+	netconf_start b "$out" "$4" "--rank 1 --oob-connect 198.51.100.1:$3 $5"
+	if netconf_passed a "$out" 600 "rank0.* $6" && netconf_passed b "$out" 120 "rank1.* $6"; then
+		ok "$1" "$(vm a grep -E "$7" "/tmp/$out")"
+	else
+		not_ok "$1" "a:" "$(vm a grep -v handle_msg "/tmp/$out" | tail -n 40)" \
+			"b:" "$(vm b grep -v handle_msg "/tmp/$out" | tail -n 40)"
+	fi
+}
 tx0=$(cable_tx 0) tx1=$(cable_tx 1)
-args="--rails 2 --deadline 120 --call-bound 2"
-netconf_start a rails.out NETCONF_VERBOSE=1 "--rank 0 --oob-listen 29530 $args"
-netconf_start b rails.out NETCONF_VERBOSE=1 "--rank 1 --oob-connect 198.51.100.1:29530 $args"
-if netconf_passed a rails.out 600 'ok [0-9]+ - rank0: rails: an all-reduce divided' &&
-	netconf_passed b rails.out 120 'ok [0-9]+ - rank1: rails: an all-reduce divided'; then
-	ok "net plugin over both cables: a device each, an all-reduce divided between them, verified" \
-		"$(vm a grep -E '^# (dev |rails)' /tmp/rails.out)"
-else
-	not_ok "net plugin over both cables: a device each, an all-reduce divided between them, verified" \
-		"a:" "$(vm a grep -v handle_msg /tmp/rails.out | tail -n 40)" "b:" "$(vm b grep -v handle_msg /tmp/rails.out | tail -n 40)"
-fi
+rails_pass "net plugin over both cables: a device each, an all-reduce divided between them, verified" \
+	rails.out 29530 NETCONF_VERBOSE=1 "--rails 2 --deadline 120 --call-bound 2" \
+	'rails: an all-reduce divided' '^# (dev |rails)'
 routed=$( { vm a cat /tmp/rails.out; vm b cat /tmp/rails.out; } | grep -c 'the listener is on the cable of device')
 check "a connect asked of the other cable's device went over the cable that reaches the listener ($routed times)" \
 	test "$routed" -ge 1
 d0=$(( $(cable_tx 0) - tx0 )) d1=$(( $(cable_tx 1) - tx1 ))
 check "the plugin used both cables (a sent $d0 and $d1 bytes into cables 0 and 1)" \
 	test "$d0" -ge $((8 << 20)) -a "$d1" -ge $((8 << 20))
+rails_pass "all-reduce benchmark with a channel on each cable, one thread driving both devices, verified" \
+	railb.out 29531 "" "--rails 2 --bench 16777216 --channels 2 --iters 3 --deadline 120 --call-bound 2" \
+	'all-reduce benchmark, every iteration verified' '^# bench '
+rccl_stats_check "plugin statistics: TX = RX across, no link errors, test() callers reaped the two devices themselves" '
+assert a["caller_reaps"] > 0 and b["caller_reaps"] > 0, "no test() reaped the devices itself"
+print("waits in test() reaped by the caller over two devices: a %d, b %d" % (a["caller_reaps"], b["caller_reaps"]))'
 odl_check_clean
 tap_done

@@ -37,7 +37,9 @@
  * serialises "reap completions + process them" so that messages are handled
  * in channel order. Order: poll_mu before mu. A progress thread per device
  * sleeps in odl_tb5_poll(); a test() that would wait reaps the device itself
- * (caller_reap), and the progress thread stands aside meanwhile.
+ * (caller_reap), and the progress thread stands aside meanwhile. A caller
+ * that reaps several devices holds their poll_mu at once, but only ever
+ * takes them with trylock, so it never waits for one while holding another.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -558,6 +561,22 @@ static pthread_mutex_t g_wait_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_wait_cv;
 static int g_waiters;
 static pthread_once_t g_wait_once = PTHREAD_ONCE_INIT;
+/*
+ * Callers that reap several devices (caller_reap with more than one) sleep
+ * in poll() on the devices' descriptors and on an eventfd of their thread,
+ * listed here (under g_wait_mu): progress_notify writes to each, so that
+ * progress on a device the caller does not hold ends its wait too.
+ */
+struct fd_waiter {
+	int efd;
+	struct fd_waiter *next;
+};
+static struct fd_waiter *g_fd_waiters;
+/* this thread's entry while it is listed: its own progress needs no write */
+static __thread struct fd_waiter *t_fd_waiter;
+static pthread_key_t g_efd_key;
+static bool g_efd_key_ok;
+static pthread_once_t g_efd_once = PTHREAD_ONCE_INIT;
 
 static void wait_cv_init(void)
 {
@@ -576,7 +595,49 @@ static void progress_notify(void)
 	pthread_mutex_lock(&g_wait_mu);
 	if (g_waiters)
 		pthread_cond_broadcast(&g_wait_cv);
+	for (struct fd_waiter *w = g_fd_waiters; w; w = w->next) {
+		uint64_t one = 1;
+		ssize_t rc;
+
+		if (w == t_fd_waiter)
+			continue; /* it reads g_prog_gen after its own progress */
+		/* EAGAIN: the counter is full, the eventfd readable anyway */
+		rc = write(w->efd, &one, sizeof(one));
+		(void)rc;
+	}
 	pthread_mutex_unlock(&g_wait_mu);
+}
+
+static void efd_close(void *p)
+{
+	close((int)(intptr_t)p - 1);
+}
+
+static void efd_key_init(void)
+{
+	g_efd_key_ok = pthread_key_create(&g_efd_key, efd_close) == 0;
+}
+
+/* this thread's eventfd for fd_waiter (closed when the thread ends), or -1 */
+static int thread_efd(void)
+{
+	void *v;
+	int fd;
+
+	pthread_once(&g_efd_once, efd_key_init);
+	if (!g_efd_key_ok)
+		return -1;
+	v = pthread_getspecific(g_efd_key);
+	if (v)
+		return (int)(intptr_t)v - 1;
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (pthread_setspecific(g_efd_key, (void *)(intptr_t)(fd + 1)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* r is finished (its device's mu held): a test() may be waiting for it */
@@ -2050,6 +2111,17 @@ __attribute__((destructor)) static void plugin_fini(void)
 		free(c);
 	}
 	pthread_mutex_unlock(&g_mu);
+	/* threads that outlive a dlclose must not run efd_close, unmapped by
+	 * then, when they end (this thread's eventfd is closed here; other
+	 * threads' stay open until they end: one descriptor each) */
+	if (g_efd_key_ok) {
+		void *v = pthread_getspecific(g_efd_key);
+
+		if (v)
+			efd_close(v);
+		pthread_key_delete(g_efd_key);
+		g_efd_key_ok = false;
+	}
 }
 
 static ncclResult_t core_init(ncclDebugLogger_t logger)
@@ -2914,11 +2986,19 @@ static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, 
  * the hand-over from the progress thread: one thread switch less per
  * message, which is most of a small message's cost on a slow CPU. The
  * progress thread stands aside while callers do this (progress_thread) and
- * takes over a poll period after the last one. Only with one device: a
- * caller sleeping in one device's wait would not see another's completions.
- * With ODL_TB5_RCCL_BUSY_POLL_US the caller first polls the device without
- * sleeping for that long (a machine with a core to spare gets a completion
- * without the wake-up of a sleeping thread), then sleeps as without it.
+ * takes over a poll period after the last one.
+ *
+ * With several devices (NCCL's proxy tests the requests of every device in
+ * one loop) the caller also takes every other device whose progress thread
+ * is not in its wait right now, and sleeps in poll() on all of their
+ * descriptors and on its thread's eventfd (fd_waiter), which any progress
+ * elsewhere writes to: progress anywhere ends the wait, as it does for the
+ * callers waiting on the condition variable. That needs descriptors: a shm
+ * device (none) leaves the waiting to the progress threads there.
+ *
+ * With ODL_TB5_RCCL_BUSY_POLL_US the caller first polls without sleeping
+ * for that long (a machine with a core to spare gets a completion without
+ * the wake-up of a sleeping thread), then sleeps as without it.
  * False when the progress thread still holds the device (then the caller
  * waits for it as before). Caller holds d->mu (dropped meanwhile).
  */
@@ -2926,54 +3006,120 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 {
 	uint64_t now = now_ns(CLOCK_MONOTONIC), end = now + (uint64_t)g_test_wait_us * 1000;
 	uint64_t spin_end = now + (uint64_t)g_busy_poll_us * 1000;
-	uint64_t gen = d->gen;
-	bool stop;
-	int fd;
+	uint64_t until = now + (uint64_t)g_poll_ms * 1000000;
+	uint64_t gen = d->gen, g0 = 0;
+	struct odlp_dev *held[MAX_DEVS];
+	struct pollfd pf[MAX_DEVS + 1];
+	struct fd_waiter me = { .efd = -1 };
+	bool multi = g_ndev > 1, stop;
+	int nheld = 0, npf = 0, fd;
 
-	if (!g_caller_reap || g_ndev != 1)
+	if (!g_caller_reap)
+		return false;
+	if (multi && (odl_tb5_fd(d->h) < 0 || (me.efd = thread_efd()) < 0))
 		return false;
 	/* from now on the progress thread stands aside (at the latest once
 	 * it is back from the wait it may be in), for a poll period after
 	 * this caller's last test() */
-	__atomic_store_n(&d->reap_until_ns, now + (uint64_t)g_poll_ms * 1000000, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->reap_until_ns, until, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&d->mu);
 	if (pthread_mutex_trylock(&d->poll_mu) != 0) {
 		pthread_mutex_lock(&d->mu);
 		return false; /* it is still waiting there: wait for it as before */
 	}
 	STAT_ADD(caller_reaps, 1);
+	held[nheld++] = d;
 	fd = odl_tb5_fd(d->h);
+	if (multi) {
+		/* listed before g0 is read: progress after that reaches me.efd */
+		pthread_mutex_lock(&g_wait_mu);
+		me.next = g_fd_waiters;
+		g_fd_waiters = &me;
+		t_fd_waiter = &me;
+		pthread_mutex_unlock(&g_wait_mu);
+		g0 = __atomic_load_n(&g_prog_gen, __ATOMIC_ACQUIRE);
+		pf[npf++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		for (int i = 0; i < g_ndev; i++) {
+			struct odlp_dev *e = &g_devs[i];
+			int efd = -1;
+
+			if (e == d || pthread_mutex_trylock(&e->poll_mu) != 0)
+				continue; /* its thread (or another caller) reaps it */
+			pthread_mutex_lock(&e->mu);
+			if (!e->dead && e->h)
+				efd = odl_tb5_fd(e->h);
+			if (efd >= 0)
+				__atomic_store_n(&e->reap_until_ns, until, __ATOMIC_RELEASE);
+			pthread_mutex_unlock(&e->mu);
+			if (efd < 0) {
+				pthread_mutex_unlock(&e->poll_mu);
+				continue;
+			}
+			held[nheld++] = e;
+			pf[npf++] = (struct pollfd){ .fd = efd, .events = POLLIN };
+		}
+		pf[npf++] = (struct pollfd){ .fd = me.efd, .events = POLLIN };
+	}
 	pthread_mutex_lock(&d->mu);
 	stop = d->dead; /* it may have failed while mu was dropped */
 	pthread_mutex_unlock(&d->mu);
 	for (;;) {
-		int n = stop ? 0 : dev_progress(d, 0);
+		bool full = false;
 
+		for (int i = 0; i < nheld && !stop; i++)
+			full |= dev_progress(held[i], 0) == COMP_BATCH;
+		if (multi && (pf[npf - 1].revents & POLLIN)) {
+			uint64_t cnt;
+			/* drained before g_prog_gen is read: a later write wakes
+			 * the next poll() (a count left from an earlier wait only
+			 * costs one more pass) */
+			ssize_t rc = read(me.efd, &cnt, sizeof(cnt));
+
+			(void)rc;
+			pf[npf - 1].revents = 0;
+		}
 		pthread_mutex_lock(&d->mu);
 		stop = stop || d->gen != gen || d->dead || __atomic_load_n(&r->done, __ATOMIC_ACQUIRE);
 		pthread_mutex_unlock(&d->mu);
+		if (multi && __atomic_load_n(&g_prog_gen, __ATOMIC_ACQUIRE) != g0)
+			stop = true; /* progress anywhere */
 		now = now_ns(CLOCK_MONOTONIC);
 		if (stop && now < spin_end)
 			STAT_ADD(busy_poll_reaps, 1);
 		if (stop || now >= end)
 			break;
-		if (n == COMP_BATCH)
+		if (full)
 			continue; /* the library may hold more than the descriptor shows */
 		if (now < spin_end) {
 			cpu_relax();
 			continue;
 		}
-		if (fd >= 0) {
-			/* the kernel device: a precise wait, then reap */
-			struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (multi) {
 			struct timespec ts = ns_ts(end - now);
 
-			ppoll(&pf, 1, &ts, NULL);
+			ppoll(pf, (nfds_t)npf, &ts, NULL);
+		} else if (fd >= 0) {
+			/* the kernel device: a precise wait, then reap */
+			struct pollfd p1 = { .fd = fd, .events = POLLIN };
+			struct timespec ts = ns_ts(end - now);
+
+			ppoll(&p1, 1, &ts, NULL);
 		} else {
 			dev_progress(d, (int)((end - now + 999999) / 1000000));
 		}
 	}
-	pthread_mutex_unlock(&d->poll_mu);
+	if (multi) {
+		pthread_mutex_lock(&g_wait_mu);
+		for (struct fd_waiter **w = &g_fd_waiters; *w; w = &(*w)->next)
+			if (*w == &me) {
+				*w = me.next;
+				break;
+			}
+		t_fd_waiter = NULL;
+		pthread_mutex_unlock(&g_wait_mu);
+	}
+	while (nheld > 0)
+		pthread_mutex_unlock(&held[--nheld]->poll_mu);
 	pthread_mutex_lock(&d->mu);
 	return true;
 }

@@ -50,7 +50,10 @@
  *                                        listed in reverse order), an
  *                                        all-reduce divided between them, rank
  *                                        1's device numbers as they are, then
- *                                        shifted (see t_rails)
+ *                                        shifted (see t_rails); with --bench
+ *                                        the benchmark instead, its channels
+ *                                        on the devices in turn, one thread
+ *                                        driving them all (NCCL's proxy)
  *   netconf --rank R ... --shared        the device is shared with other rank
  *                                        pairs: bad calls, handshakes, the port
  *                                        check (shm), sizes, grouped receives,
@@ -2838,6 +2841,10 @@ static void bench_allreduce(void)
 		red_init(&g_red, nunits / 2);
 	memset(bb.tmp, 0, bytes);
 	for (int c = 0; c < nch; c++) {
+		/* with --rails the channels take the devices in turn, driven by
+		 * this one thread as NCCL's proxy drives several NICs */
+		if (g_rails)
+			g_dev = c % g_rails;
 		setup_pair(&bb.s[c], &bb.r[c]);
 		/* sends read send (reduce-scatter) and recv (all-gather); receives
 		 * land in recv (all-gather) and tmp (reduce-scatter) */
@@ -2849,6 +2856,7 @@ static void bench_allreduce(void)
 		OKR(n_regmr(bb.r[c], bb.recv, bytes, NCCL_PTR_HOST, &bb.r_recv[c]), "regMr");
 		OKR(n_regmr(bb.r[c], bb.tmp, bytes, NCCL_PTR_HOST, &bb.r_tmp[c]), "regMr");
 	}
+	g_dev = 0;
 	double *tl = g_bench_timeline ? calloc(3 * nunits, sizeof(double)) : NULL;
 
 	CHECK(!g_bench_timeline || tl, "bench: out of memory (timeline)");
@@ -3802,6 +3810,7 @@ static void run_rank(int want_api)
 		return;
 	}
 	if (g_bench_bytes) {
+		CHECK(!g_rails || ndev == g_rails, "--rails %d: the plugin has %d device(s)", g_rails, ndev);
 		barrier();
 		bench_allreduce();
 		barrier();
@@ -4053,8 +4062,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "--pairs runs the shared-device sequence over shm only\n");
 		return 2;
 	}
-	if (g_rails && (g_fail || g_bench_bytes || g_lat_nsizes || no_shm)) {
-		fprintf(stderr, "--rails in spawn mode: N shm devices, nothing else\n");
+	if (g_rails && (g_fail || g_lat_nsizes || no_shm)) {
+		fprintf(stderr, "--rails in spawn mode: N shm devices, the rails test or --bench\n");
 		return 2;
 	}
 	snprintf(shm, sizeof(shm), "netconf%d", (int)getpid());
