@@ -159,25 +159,15 @@ else
 fi
 
 # statistics published by the plugin on each side must mirror each other
-sa=$(vm a /tmp/rccl_stats --json 2>&1)
-sb=$(vm b /tmp/rccl_stats --json 2>&1)
-if res=$(python3 -c '
-import json, sys
-a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
+rccl_stats_check "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used, CTS urgent" '
 assert a["zc_tx_bytes"] == b["zc_rx_bytes"] and b["zc_tx_bytes"] == a["zc_rx_bytes"], "zero-copy tx/rx mismatch"
 for x in (a, b):
-    assert x["tx_bytes"] > int(sys.argv[3]) and x["err_link"] == 0, "too few bytes or link errors"
+    assert x["tx_bytes"] > int(sys.argv[3]), "too few bytes"
     assert x["zc_regs"] > 0 and x["zc_tx_bytes"] > int(sys.argv[3]) // 4, "zero copy not used"
     assert x["cts_urgent"] > 0, "no CTS sent urgent (driver ABI 1.5)"
 assert a["procs_attached"] == 0 and b["procs_attached"] == 0, "procs_attached"
 print("a tx %d rx %d, b tx %d rx %d bytes; zero copy: a tx %d rx %d; urgent CTS a %d b %d" % (a["tx_bytes"], a["rx_bytes"],
-      b["tx_bytes"], b["rx_bytes"], a["zc_tx_bytes"], a["zc_rx_bytes"], a["cts_urgent"], b["cts_urgent"]))
-' "$sa" "$sb" "$MAX" 2>&1); then
-	ok "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used, CTS urgent" "$res"
-else
-	not_ok "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used, CTS urgent" "$res" "a: $sa" "b: $sb"
-fi
+      b["tx_bytes"], b["rx_bytes"], a["zc_tx_bytes"], a["zc_rx_bytes"], a["cts_urgent"], b["cts_urgent"]))' "$MAX"
 # the benchmark's all-reduce (what bench/rccl.sh measures: registered buffers,
 # zero copy, slices pipelined both ways), short, out of place, in place, and
 # with a reducer thread beside the thread driving the plugin

@@ -219,10 +219,11 @@ netconf_passed() {
 		vm "$1" grep -q '^netconf-exit=0$' "/tmp/$2" && vm "$1" grep -qE "$4" "/tmp/$2"
 }
 
-# rccl_stats_check NAME PYTHON: the net plugin's statistics of both guests
-# (/tmp/rccl_stats --json) as a and b: ok NAME when a's TX is b's RX and the
-# other way round, neither side counted link errors, and PYTHON (more
-# asserts, then a print of what to show with ok) passes
+# rccl_stats_check NAME PYTHON [ARG...]: the net plugin's statistics of both
+# guests (/tmp/rccl_stats --json) as a and b: ok NAME when a's TX is b's RX
+# and the other way round, neither side counted link errors, and PYTHON
+# (more asserts, then a print of what to show with ok; the ARGs from
+# sys.argv[3]) passes
 rccl_stats_check() {
 	local sa sb res
 	sa=$(vm a /tmp/rccl_stats --json 2>&1)
@@ -231,7 +232,7 @@ rccl_stats_check() {
 a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
 assert a["err_link"] == 0 and b["err_link"] == 0, "link errors"
-'"$2" "$sa" "$sb" 2>&1); then
+'"$2" "$sa" "$sb" "${@:3}" 2>&1); then
 		ok "$1" "$res"
 	else
 		not_ok "$1" "$res" "a: $sa" "b: $sb"

@@ -3029,7 +3029,10 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 	}
 	STAT_ADD(caller_reaps, 1);
 	held[nheld++] = d;
+	/* the kernel device: a precise wait on its descriptor, then reap */
 	fd = odl_tb5_fd(d->h);
+	if (fd >= 0)
+		pf[npf++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 	if (multi) {
 		/* listed before g0 is read: progress after that reaches me.efd */
 		pthread_mutex_lock(&g_wait_mu);
@@ -3038,25 +3041,24 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 		t_fd_waiter = &me;
 		pthread_mutex_unlock(&g_wait_mu);
 		g0 = __atomic_load_n(&g_prog_gen, __ATOMIC_ACQUIRE);
-		pf[npf++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		for (int i = 0; i < g_ndev; i++) {
 			struct odlp_dev *e = &g_devs[i];
-			int efd = -1;
+			int dfd = -1;
 
 			if (e == d || pthread_mutex_trylock(&e->poll_mu) != 0)
 				continue; /* its thread (or another caller) reaps it */
 			pthread_mutex_lock(&e->mu);
 			if (!e->dead && e->h)
-				efd = odl_tb5_fd(e->h);
-			if (efd >= 0)
+				dfd = odl_tb5_fd(e->h);
+			if (dfd >= 0)
 				__atomic_store_n(&e->reap_until_ns, until, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&e->mu);
-			if (efd < 0) {
+			if (dfd < 0) {
 				pthread_mutex_unlock(&e->poll_mu);
 				continue;
 			}
 			held[nheld++] = e;
-			pf[npf++] = (struct pollfd){ .fd = efd, .events = POLLIN };
+			pf[npf++] = (struct pollfd){ .fd = dfd, .events = POLLIN };
 		}
 		pf[npf++] = (struct pollfd){ .fd = me.efd, .events = POLLIN };
 	}
@@ -3094,16 +3096,10 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 			cpu_relax();
 			continue;
 		}
-		if (multi) {
+		if (npf) {
 			struct timespec ts = ns_ts(end - now);
 
 			ppoll(pf, (nfds_t)npf, &ts, NULL);
-		} else if (fd >= 0) {
-			/* the kernel device: a precise wait, then reap */
-			struct pollfd p1 = { .fd = fd, .events = POLLIN };
-			struct timespec ts = ns_ts(end - now);
-
-			ppoll(&p1, 1, &ts, NULL);
 		} else {
 			dev_progress(d, (int)((end - now + 999999) / 1000000));
 		}
