@@ -161,7 +161,10 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 # test() waits for the progress threads, ODL_TB5_RCCL_CALLER_REAP=0); the
 # same with one ODL_TB5_RCCL_PORT for all: the second pair's init must fail
 # with a message that names the variable. Between them the all-reduce
-# benchmark over two shm devices, a channel each, driven by one thread; and
+# benchmark over two shm devices, a channel each, driven by one thread; the
+# conformance sequence and the benchmark over the two devices fused into one
+# (--fuse: makeVDevice, every message striped over both; through v12 with
+# all sizes and the statistics checked, and through v9); and
 # a quick run with ODL_TB5_RCCL_BUSY_POLL_US: waits in test() must end while
 # polling.
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
@@ -198,6 +201,15 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --quick --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --bench 3000000 --slice 262144 \
 	  --channels 2 --iters 2 --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS).fused \
+	  $(RCCL_NETCONF) --rails 2 --fuse --timeout $(RCCL_TIMEOUT)
+	@$(RCCL_STATS) --json $(RCCL_TEST_STATS).fused | python3 -c 'import json,sys; s=json.load(sys.stdin); \
+	  assert s["fused_ops"] > 0 and s["rx_bytes"] == s["tx_bytes"] > 64*2**20 and s["zc_tx_bytes"] > 0, s; \
+	  print("ok - fused device: %d sends and receives striped over both shm devices, %d bytes each way, %d zero copy" % (s["fused_ops"], s["tx_bytes"], s["zc_tx_bytes"]))'
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --api 9 --rails 2 --fuse --quick \
+	  --timeout $(RCCL_TIMEOUT)
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --fuse --bench 3000000 \
+	  --slice 262144 --channels 2 --iters 2 --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS).busy ODL_TB5_RCCL_BUSY_POLL_US=2000 \
 	  $(RCCL_NETCONF) --quick --timeout $(RCCL_TIMEOUT)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS).busy | python3 -c 'import json,sys; s=json.load(sys.stdin); \
@@ -222,6 +234,8 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 $(RCCL_ASAN_RUN) --fail stop
 	$(RCCL_ASAN_RUN) --pairs 2 --quick
 	$(RCCL_ASAN_RUN) --rails 2 --quick
+	$(RCCL_ASAN_RUN) --rails 2 --fuse --quick
+	$(RCCL_ASAN_RUN) --rails 2 --fuse --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --reducer thread

@@ -18,12 +18,15 @@
 # driving both devices as NCCL's proxy does (netconf --rails 2 --bench):
 # verified, and the plugin's statistics show that test() callers reaped
 # the devices themselves (with two kernel devices they wait on both
-# descriptors at once) on both machines.
+# descriptors at once) on both machines. Last, the two cables fused into
+# one device (netconf --rails 2 --fuse: makeVDevice, as NCCL's NIC fusion
+# calls it): the conformance sequence and the benchmark over it, verified,
+# with both cables carrying their share of every large message.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 NETCONF=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}/netconf.static
 STATS=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}/odl_tb5_rccl_stats.static
-tap_plan 20
+tap_plan 23
 tap_timeout 1800
 TAP_EXEC_TIMEOUT=900
 odl_need_build
@@ -200,8 +203,22 @@ check "the plugin used both cables (a sent $d0 and $d1 bytes into cables 0 and 1
 rails_pass "all-reduce benchmark with a channel on each cable, one thread driving both devices, verified" \
 	railb.out 29531 "" "--rails 2 --bench 16777216 --channels 2 --iters 3 --deadline 120 --call-bound 2" \
 	'all-reduce benchmark, every iteration verified' '^# bench '
-rccl_stats_check "plugin statistics: TX = RX across, no link errors, test() callers reaped the two devices themselves" '
+# the two cables fused into one device (makeVDevice, NCCL's NIC fusion):
+# the conformance sequence over it, then the benchmark; every message is
+# cut in two, one part per cable
+tx0=$(cable_tx 0) tx1=$(cable_tx 1)
+rails_pass "a fused device of both cables: the conformance sequence over it, verified" \
+	fused.out 29532 "" "--rails 2 --fuse --quick --deadline 120 --call-bound 2" \
+	'all tests passed' '^# fused device|all tests passed'
+rails_pass "all-reduce benchmark over the fused device, verified" \
+	fusedb.out 29533 "" "--rails 2 --fuse --bench 16777216 --channels 2 --iters 3 --deadline 120 --call-bound 2" \
+	'all-reduce benchmark, every iteration verified' '^# bench '
+d0=$(( $(cable_tx 0) - tx0 )) d1=$(( $(cable_tx 1) - tx1 ))
+check "the fused device striped over both cables (a sent $d0 and $d1 bytes into cables 0 and 1)" \
+	test "$d0" -ge $((16 << 20)) -a "$d1" -ge $((16 << 20))
+rccl_stats_check "plugin statistics: TX = RX across, no link errors, test() callers reaped the two devices themselves, fused comms counted" '
 assert a["caller_reaps"] > 0 and b["caller_reaps"] > 0, "no test() reaped the devices itself"
-print("waits in test() reaped by the caller over two devices: a %d, b %d" % (a["caller_reaps"], b["caller_reaps"]))'
+assert a["fused_ops"] > 0 and b["fused_ops"] > 0, "no send or receive on the fused device"
+print("waits in test() reaped by the caller over two devices: a %d, b %d; sends and receives on the fused device: a %d, b %d" % (a["caller_reaps"], b["caller_reaps"], a["fused_ops"], b["fused_ops"]))'
 odl_check_clean
 tap_done

@@ -114,8 +114,13 @@ struct odl_tb5_rccl_stats {
 	uint64_t busy_poll_reaps; /* of caller_reaps: ended by what the caller
 				   * found while polling without sleeping
 				   * (ODL_TB5_RCCL_BUSY_POLL_US) */
+	/* in place of a reserved word; 0 from older plugins */
+	uint64_t fused_ops;	/* sends and receives posted on fused devices
+				 * (makeVDevice), one each however many cables
+				 * carry it (each cable's part also counts in
+				 * op_isend / op_irecv) */
 
-	uint64_t reserved[3];
+	uint64_t reserved[2];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -527,6 +527,49 @@ struct odlp_dev {
 	int peer_warns;	     /* PEER_WARN lines logged */
 };
 
+/*
+ * Fused devices (makeVDevice, "NIC fusion"): several cables to one peer
+ * machine as one device whose comms stripe every message over one comm per
+ * cable (a rail). The section "fused devices" below has the whole of it;
+ * the core entry points hand fused objects over to it.
+ */
+#define VDEV_RAILS 4 /* NCCL_NET_MAX_DEVS_PER_NIC of v9..v11; v12 allows 8 */
+#define MAX_VDEVS 16
+#define VCOMM_MAGIC 0x4f444356u	 /* "ODCV" */
+#define VREQ_MAGIC 0x4f445256u	 /* "ODRV" */
+#define VMR_MAGIC 0x4f444d56u	 /* "ODMV" */
+#define VSTAGE_MAGIC 0x4f445356u /* "ODSV" */
+#define VHANDLE_MAGIC 0x564254444c4f4e48ULL
+static bool is_vcomm(const void *p);
+static bool is_vreq(const void *p);
+static bool is_vmr(const void *p);
+static int vdev_physical(int dev);
+static ncclResult_t v_props(int dev, ncclNetProperties_v7_t *p);
+static ncclResult_t v_listen(int dev, void *handle, void **listenComm);
+static ncclResult_t v_connect(int dev, void *handle, void **sendComm);
+static ncclResult_t v_accept(void *listenComm, void **recvComm);
+static ncclResult_t v_close(void *comm, enum comm_kind k);
+static ncclResult_t v_regmr(void *comm, void *data, uint64_t size, int type, uint64_t offset,
+			    int fd, void **mhandle);
+static ncclResult_t v_deregmr(void *mhandle);
+static ncclResult_t v_isend(void *comm, void *data, uint64_t size, int tag, void *mhandle,
+			    void *phandle, void **request);
+static ncclResult_t v_irecv(void *comm, int n, void **data, const uint64_t *sizes, int *tags,
+			    void **mhandles, void **phandles, void **request);
+static ncclResult_t v_iflush(void *comm, int n, void **data, int *sizes, void **mhandles,
+			     void **request);
+static ncclResult_t v_test(void *request, int *done, int *sizes);
+struct odlp_vdev {
+	int n;
+	int devs[VDEV_RAILS];
+	char name[VDEV_RAILS * 130];
+};
+/* under g_mu; kept across finalize and init (NCCL counts them once per
+ * process), checked against the devices at every use */
+static struct odlp_vdev g_vdevs[MAX_VDEVS];
+static int g_nvdev;
+static int vdev_members(int dev, int *devs);
+
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct odlp_dev g_devs[MAX_DEVS];
 static int g_ndev;
@@ -2204,7 +2247,9 @@ static ncclResult_t core_devices(int *ndev)
 		return fail(ncclInternalError);
 	if (!g_inited)
 		return fail(ncclInternalError);
-	*ndev = g_ndev;
+	pthread_mutex_lock(&g_mu);
+	*ndev = g_ndev + g_nvdev; /* fused devices (makeVDevice) follow */
+	pthread_mutex_unlock(&g_mu);
 	return ncclSuccess;
 }
 
@@ -2219,6 +2264,8 @@ static ncclResult_t core_props(int dev, ncclNetProperties_v7_t *p)
 {
 	struct odlp_dev *d = get_dev(dev);
 
+	if (!d && p && vdev_physical(dev) >= 0)
+		return v_props(dev, p);
 	if (!d || !p)
 		return fail(ncclInternalError);
 	memset(p, 0, sizeof(*p));
@@ -2290,6 +2337,8 @@ static ncclResult_t core_listen(int dev, void *handle, void **listenComm)
 
 	if (listenComm)
 		*listenComm = NULL;
+	if (!d && handle && listenComm && vdev_physical(dev) >= 0)
+		return v_listen(dev, handle, listenComm);
 	if (!d || !handle || !listenComm)
 		return fail(ncclInternalError);
 	if (__atomic_load_n(&d->dead, __ATOMIC_ACQUIRE))
@@ -2372,8 +2421,12 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 
 	if (sendComm)
 		*sendComm = NULL;
+	if (!d && vdev_physical(dev) >= 0) /* a fused device: a plain handle */
+		d = asked = get_dev(vdev_physical(dev)); /* goes over one cable */
 	if (!d || !handle || !sendComm)
 		return fail(ncclInternalError);
+	if (hd->magic == VHANDLE_MAGIC) /* the listener fused its cables */
+		return v_connect(dev, handle, sendComm);
 	if (hd->magic != HANDLE_MAGIC || hd->version != HANDLE_VERSION || hd->len != sizeof(*hd) ||
 	    hd->port < 1 || hd->port > ODL_TB5_MAX_PORT) {
 		WARN("connect: not an odl_tb5 v%u handle (magic %llx len %u port %u)", HANDLE_VERSION,
@@ -2462,6 +2515,8 @@ static ncclResult_t core_accept(void *listenComm, void **recvComm)
 
 	if (recvComm)
 		*recvComm = NULL;
+	if (is_vcomm(l) && recvComm)
+		return v_accept(l, recvComm);
 	if (!valid_comm(l, K_LISTEN) || !recvComm)
 		return fail(ncclInternalError);
 	d = l->dev;
@@ -2505,6 +2560,8 @@ static ncclResult_t close_comm(void *comm, enum comm_kind k)
 	int pdn_n = 0;
 	struct odlp_dev *d;
 
+	if (is_vcomm(c))
+		return v_close(c, k);
 	if (!valid_comm(c, k))
 		return fail(ncclInternalError);
 	d = c->dev;
@@ -2616,6 +2673,8 @@ static ncclResult_t core_regmr(void *comm, void *data, uint64_t size, int type, 
 
 	if (mhandle)
 		*mhandle = NULL;
+	if (is_vcomm(c))
+		return v_regmr(c, data, size, type, 0, -1, mhandle);
 	if (!c || c->magic != COMM_MAGIC || c->kind == K_LISTEN || !mhandle ||
 	    (!data && size))
 		return fail(ncclInternalError);
@@ -2683,6 +2742,8 @@ static ncclResult_t core_regmr_dmabuf(void *comm, void *data, uint64_t size, int
 
 	if (mhandle)
 		*mhandle = NULL;
+	if (is_vcomm(c) && fd >= 0)
+		return v_regmr(c, data, size, type, offset, fd, mhandle);
 	if (!c || c->magic != COMM_MAGIC || c->kind == K_LISTEN || !mhandle || !data || !size ||
 	    fd < 0)
 		return fail(ncclInternalError);
@@ -2763,6 +2824,8 @@ static ncclResult_t core_deregmr(void *comm, void *mhandle)
 	struct odlp_mr *mr = mhandle;
 
 	(void)comm; /* the MR does not depend on the comm: either may go first */
+	if (is_vmr(mr))
+		return v_deregmr(mr);
 	if (!mr || mr->magic != MR_MAGIC)
 		return fail(ncclInternalError);
 	zc_unregister(mr);
@@ -2830,6 +2893,8 @@ static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int ta
 
 	if (request)
 		*request = NULL;
+	if (is_vcomm(c))
+		return v_isend(c, data, size, tag, mhandle, phandle, request);
 	if (!valid_comm(c, K_SEND) || !request || (!data && size) || !mr_ok(mhandle, data, size) ||
 	    !mr_cpu_addr(mhandle, &data, size))
 		return fail(ncclInternalError);
@@ -2916,6 +2981,8 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 
 	if (request)
 		*request = NULL;
+	if (is_vcomm(c))
+		return v_irecv(c, n, data, sizes, tags, mhandles, phandles, request);
 	if (!valid_comm(c, K_RECV) || !request || n < 1 || n > MAX_RECVS || !data || !sizes || !tags)
 		return fail(ncclInternalError);
 	for (int i = 0; i < n; i++) {
@@ -2965,11 +3032,13 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 static ncclResult_t core_iflush(void *recvComm, int n, void **data, int *sizes, void **mhandles,
 				void **request)
 {
+	if (request)
+		*request = NULL;
+	if (is_vcomm(recvComm))
+		return v_iflush(recvComm, n, data, sizes, mhandles, request);
 	(void)data;
 	(void)sizes;
 	(void)mhandles;
-	if (request)
-		*request = NULL;
 	if (!valid_comm(recvComm, K_RECV) || !request || n < 0 || n > MAX_RECVS)
 		return fail(ncclInternalError);
 	/* Host memory only: received data is already visible; a NULL request is
@@ -3172,6 +3241,8 @@ static ncclResult_t core_test(void *request, int *done, int *sizes)
 
 	if (done)
 		*done = 0;
+	if (is_vreq(r))
+		return v_test(r, done, sizes);
 	if (!r || r->magic != REQ_MAGIC || !done)
 		return fail(ncclInternalError);
 	c = r->comm;
@@ -3207,6 +3278,849 @@ static ncclResult_t core_test(void *request, int *done, int *sizes)
 	if (pdn.n)
 		prof_stop(&pdn);
 	return res == ncclSuccess ? res : fail(res);
+}
+
+/* ------------------------------------------------------------------ */
+/* fused devices */
+
+/*
+ * NCCL (v9 and later) may fuse NICs that are close in its topology
+ * (NCCL_NET_MERGE_LEVEL, NCCL_NET_FORCE_MERGE) into one virtual NIC: it
+ * calls makeVDevice with the physical devices, gets a new device index
+ * (after the physical ones; devices() counts it from then on) and then
+ * uses it like any other device. Here a fused device is several cables
+ * between one pair of machines: a comm on it is one comm per cable (a
+ * rail), and every message is cut in one part per rail.
+ *
+ * The cut follows the receive, which both sides know. The receiver cuts
+ * each entry's buffer of R bytes at k * q (q: R / rails, rounded up to
+ * 4 KiB; the last part takes the rest) and posts part k on rail k, so each
+ * rail's CTS carries that rail's part. The sender waits until every rail's
+ * CTS for the message is there (isend answers NULL until then, as NCCL's
+ * InfiniBand transport does while the receiver's slot is missing), adds
+ * the parts up to R and cuts its message at the same places. A shorter
+ * message leaves the later parts short or empty (a zero-byte message on
+ * that rail); a longer one overflows the last part and fails there as a
+ * truncation.
+ *
+ * The listener decides the rails: its handle names, per rail, the
+ * controller it listens on (the first 8 bytes of its UUID), its port and
+ * listen comm, and the connector connects each over its own device that
+ * reaches that controller, whichever device it was asked for. So a side
+ * that fused and one that did not still connect (a fused connect to a
+ * plain handle goes over one cable).
+ */
+struct odl_vhandle {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t len;	       /* sizeof(struct odl_vhandle) */
+	uint64_t instance;     /* listener process instance */
+	uint64_t nonce;	       /* every rail's listen comm has it */
+	uint64_t stage_cookie; /* connector: g_instance while connecting */
+	uint64_t stage;	       /* connector: its struct vstage */
+	uint32_t n;
+	uint32_t pad;
+	struct {
+		uint8_t uuid8[8]; /* the listener's controller on this rail */
+		uint32_t listen_id;
+		uint8_t port;
+		uint8_t pad[3];
+	} rail[VDEV_RAILS];
+};
+_Static_assert(sizeof(struct odl_vhandle) <= NCCL_NET_HANDLE_MAXSIZE, "fused handle fits");
+_Static_assert(ODL_TB5_MAX_PORT <= 255, "a rail's port fits a byte");
+
+struct odlp_vcomm;
+
+struct vreq {
+	uint32_t magic;
+	uint8_t in_use, is_send;
+	uint8_t sub_done[VDEV_RAILS];
+	int n;				  /* receive entries */
+	ncclResult_t err;		  /* the first rail that failed */
+	void *sub[VDEV_RAILS];		  /* the rails' requests */
+	uint64_t got[MAX_RECVS];	  /* bytes per entry (a send: [0]) of the rails done */
+	/* profiler events: the fused message's, not its rails' */
+	int nprof;
+	void *pev[MAX_RECVS];
+	odl_tb5_profiler_descr_v1_t pd[MAX_RECVS];
+};
+
+struct odlp_vcomm {
+	uint32_t magic;
+	enum comm_kind kind;
+	int dev; /* the device NCCL named (profiler events) */
+	int n;
+	void *sub[VDEV_RAILS]; /* the rails' comms (listen: listen comms) */
+	void *acc[VDEV_RAILS]; /* listen: the next connection's rails accepted */
+	struct vreq *reqs;
+	int nreqs;
+};
+
+struct vmr {
+	uint32_t magic;
+	int n;
+	void *mr[VDEV_RAILS]; /* one registration per rail */
+};
+
+/* a fused connect in progress (the handle's stage points here) */
+struct vstage {
+	uint32_t magic;
+	int n;
+	int dev[VDEV_RAILS];		  /* the device of each rail */
+	struct odl_handle h[VDEV_RAILS]; /* each rail's plain handle (with its stage) */
+	void *sub[VDEV_RAILS];		  /* rails connected */
+	struct vstage *next;
+};
+static struct vstage *g_vstages; /* under g_mu */
+
+static bool is_vcomm(const void *p) { return p && *(const uint32_t *)p == VCOMM_MAGIC; }
+static bool is_vreq(const void *p) { return p && *(const uint32_t *)p == VREQ_MAGIC; }
+static bool is_vmr(const void *p) { return p && *(const uint32_t *)p == VMR_MAGIC; }
+
+/* fused device dev's members (a plain device: itself); its count */
+static int vdev_members(int dev, int *devs)
+{
+	int n = 1;
+
+	pthread_mutex_lock(&g_mu);
+	if (dev >= g_ndev && dev - g_ndev < g_nvdev) {
+		const struct odlp_vdev *v = &g_vdevs[dev - g_ndev];
+
+		n = v->n;
+		memcpy(devs, v->devs, sizeof(int) * (size_t)n);
+	} else {
+		devs[0] = dev;
+	}
+	pthread_mutex_unlock(&g_mu);
+	return n;
+}
+
+/* a usable fused device: copied to *v */
+static bool vdev_get(int dev, struct odlp_vdev *v)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&g_mu);
+	if (g_inited && dev >= g_ndev && dev - g_ndev < g_nvdev) {
+		*v = g_vdevs[dev - g_ndev];
+		ok = true;
+		for (int k = 0; k < v->n; k++)
+			ok &= v->devs[k] < g_ndev;
+	}
+	pthread_mutex_unlock(&g_mu);
+	return ok;
+}
+
+/* the first member of fused device dev, -1: dev is not a usable one */
+static int vdev_physical(int dev)
+{
+	struct odlp_vdev v;
+
+	return vdev_get(dev, &v) ? v.devs[0] : -1;
+}
+
+static ncclResult_t make_vdevice(int *d, int ndevs, const int *devs, int max)
+{
+	ncclResult_t res = ncclSuccess;
+	struct odlp_vdev v = { 0 };
+
+	if (d)
+		*d = -1;
+	if (!d || !devs)
+		return fail(ncclInternalError);
+	pthread_mutex_lock(&g_mu);
+	if (!g_inited) {
+		res = ncclInternalError;
+		goto out;
+	}
+	if (ndevs < 1 || ndevs > max || ndevs > VDEV_RAILS) {
+		WARN("makeVDevice: %d devices; a fused device has 1 to %d", ndevs, VDEV_RAILS);
+		res = ncclInvalidUsage;
+		goto out;
+	}
+	for (int k = 0; k < ndevs; k++) {
+		if (devs[k] < 0 || devs[k] >= g_ndev) {
+			WARN("makeVDevice: %d is not a device of this plugin (%d physical ones; fused devices cannot be fused again)",
+			     devs[k], g_ndev);
+			res = ncclInvalidUsage;
+			goto out;
+		}
+		for (int j = 0; j < k; j++)
+			if (devs[j] == devs[k]) {
+				WARN("makeVDevice: device %d named twice", devs[k]);
+				res = ncclInvalidUsage;
+				goto out;
+			}
+		v.devs[k] = devs[k];
+		snprintf(v.name + strlen(v.name), sizeof(v.name) - strlen(v.name), "%s%s",
+			 k ? "+" : "", g_devs[devs[k]].name);
+	}
+	v.n = ndevs;
+	for (int i = 0; i < g_nvdev; i++) /* the same fusion again: the same device */
+		if (g_vdevs[i].n == v.n && !memcmp(g_vdevs[i].devs, v.devs, sizeof(int) * (size_t)v.n)) {
+			*d = g_ndev + i;
+			goto out;
+		}
+	if (g_nvdev == MAX_VDEVS) {
+		WARN("makeVDevice: %d fused devices already", MAX_VDEVS);
+		res = ncclInvalidUsage;
+		goto out;
+	}
+	g_vdevs[g_nvdev] = v;
+	*d = g_ndev + g_nvdev++;
+	INFO("fused device %d: %s (%d cables, striped)", *d, v.name, v.n);
+out:
+	pthread_mutex_unlock(&g_mu);
+	return res == ncclSuccess ? res : fail(res);
+}
+
+static ncclResult_t v9_make_vdevice(int *d, ncclNetVDeviceProps_v9_t *p)
+{
+	if (!p) {
+		if (d)
+			*d = -1;
+		return fail(ncclInternalError);
+	}
+	return make_vdevice(d, p->ndevs, p->devs, NCCL_NET_MAX_DEVS_PER_NIC_V9);
+}
+
+static ncclResult_t v12_make_vdevice(int *d, ncclNetVDeviceProps_v12_t *p)
+{
+	if (!p) {
+		if (d)
+			*d = -1;
+		return fail(ncclInternalError);
+	}
+	return make_vdevice(d, p->ndevs, p->devs, NCCL_NET_MAX_DEVS_PER_NIC_V12);
+}
+
+/* a fused device's properties: its members' added up */
+static ncclResult_t v_props(int dev, ncclNetProperties_v7_t *p)
+{
+	struct odlp_vdev v;
+	ncclNetProperties_v7_t q;
+	uint64_t guid = 0xcbf29ce484222325ull;
+
+	if (!vdev_get(dev, &v))
+		return fail(ncclInternalError);
+	for (int k = 0; k < v.n; k++) {
+		ncclResult_t r = core_props(v.devs[k], &q);
+
+		if (r)
+			return r;
+		if (k == 0) {
+			*p = q;
+		} else {
+			p->speed += q.speed;
+			p->latency = q.latency > p->latency ? q.latency : p->latency;
+			p->ptrSupport &= q.ptrSupport;
+		}
+		guid = (guid ^ q.guid) * 0x100000001b3ull;
+	}
+	p->name = g_vdevs[dev - g_ndev].name; /* never changes once made */
+	p->guid = guid;
+	return ncclSuccess;
+}
+
+static struct odlp_vcomm *vcomm_new(enum comm_kind k, int n, int nreqs)
+{
+	struct odlp_vcomm *v = calloc(1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	if (nreqs) {
+		v->reqs = calloc((size_t)nreqs, sizeof(*v->reqs));
+		if (!v->reqs) {
+			free(v);
+			return NULL;
+		}
+		for (int i = 0; i < nreqs; i++)
+			v->reqs[i].magic = VREQ_MAGIC;
+	}
+	v->nreqs = nreqs;
+	v->magic = VCOMM_MAGIC;
+	v->kind = k;
+	v->n = n;
+	return v;
+}
+
+static void vcomm_free(struct odlp_vcomm *v)
+{
+	v->magic = 0;
+	for (int i = 0; i < v->nreqs; i++)
+		v->reqs[i].magic = 0;
+	free(v->reqs);
+	free(v);
+}
+
+/*
+ * A fused message's profiler events (NCCL's phandles go to none of its
+ * rails): one per send or entry, described like a plain one with the
+ * fused device's index, the first rail's comm and the whole size; the
+ * path is the first rail's.
+ */
+static void vprof_start(const struct odlp_vcomm *vc, struct vreq *q, int n, void *const *ph,
+			const uint64_t *sizes, const int *tags)
+{
+	ncclProfilerCallback_t cb = __atomic_load_n(&g_prof, __ATOMIC_ACQUIRE);
+	const struct odlp_comm *c0 = vc->sub[0];
+	const struct odlp_req *r0 = q->sub[0];
+
+	if (!cb || !ph)
+		return;
+	q->nprof = n;
+	pthread_mutex_lock(&c0->dev->mu);
+	for (int i = 0; i < n; i++) {
+		odl_tb5_profiler_descr_v1_t *pd = &q->pd[i];
+
+		memset(pd, 0, sizeof(*pd));
+		pd->type = ODL_TB5_PROFILE_MSG;
+		pd->is_send = q->is_send;
+		pd->device = vc->dev;
+		pd->entry = i;
+		pd->comm_id = c0->id;
+		pd->peer_port = c0->peer_port;
+		pd->tag = tags[i];
+		pd->size = sizes[i];
+		pd->path = (q->is_send ? r0->szc : r0->rkey[i] != 0) ? ODL_TB5_PROFILE_ZERO_COPY
+								     : ODL_TB5_PROFILE_STAGED;
+	}
+	pthread_mutex_unlock(&c0->dev->mu);
+	for (int i = 0; i < n; i++) {
+		q->pev[i] = NULL;
+		if (ph[i])
+			cb(&q->pev[i], 0, ph[i], ODL_TB5_PROFILER_NET_ID, &q->pd[i]);
+	}
+}
+
+/* ... its outcome (the bytes received; status as in prof_take) and stop */
+static void vprof_end(struct vreq *q, int32_t status)
+{
+	ncclProfilerCallback_t cb = __atomic_load_n(&g_prof, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < q->nprof; i++) {
+		odl_tb5_profiler_descr_v1_t *pd = &q->pd[i];
+
+		if (!q->pev[i])
+			continue;
+		pd->done = 1;
+		pd->status = status;
+		if (status != ODL_TB5_PROFILE_CLOSED)
+			pd->size = q->got[i];
+		if (cb) {
+			cb(&q->pev[i], 2, NULL, ODL_TB5_PROFILER_NET_ID, pd);
+			cb(&q->pev[i], 1, NULL, 0, NULL);
+		}
+		q->pev[i] = NULL;
+	}
+	q->nprof = 0;
+}
+
+static ncclResult_t v_listen(int dev, void *handle, void **listenComm)
+{
+	struct odl_vhandle *vh = handle;
+	struct odlp_vdev v;
+	struct odlp_vcomm *vc;
+	uint64_t nonce = rnd64();
+
+	if (!vdev_get(dev, &v))
+		return fail(ncclInternalError);
+	vc = vcomm_new(K_LISTEN, v.n, 0);
+	if (!vc)
+		return fail(ncclSystemError);
+	memset(vh, 0, NCCL_NET_HANDLE_MAXSIZE);
+	for (int k = 0; k < v.n; k++) {
+		union { /* core_listen fills NCCL's whole 128 bytes */
+			struct odl_handle h;
+			char raw[NCCL_NET_HANDLE_MAXSIZE];
+		} u;
+		const struct odl_handle *h = &u.h;
+		struct odlp_comm *l;
+		ncclResult_t r = core_listen(v.devs[k], &u, &vc->sub[k]);
+
+		if (r) {
+			while (k--)
+				close_comm(vc->sub[k], K_LISTEN);
+			vcomm_free(vc);
+			memset(vh, 0, NCCL_NET_HANDLE_MAXSIZE);
+			return r;
+		}
+		l = vc->sub[k];
+		pthread_mutex_lock(&l->dev->mu);
+		l->nonce = nonce;
+		pthread_mutex_unlock(&l->dev->mu);
+		memcpy(vh->rail[k].uuid8, h->listener_uuid, 8);
+		vh->rail[k].listen_id = h->listen_id;
+		vh->rail[k].port = (uint8_t)h->port;
+	}
+	vh->magic = VHANDLE_MAGIC;
+	vh->version = HANDLE_VERSION;
+	vh->len = sizeof(*vh);
+	vh->instance = g_instance;
+	vh->nonce = nonce;
+	vh->n = (uint32_t)v.n;
+	vc->dev = dev;
+	*listenComm = vc;
+	return ncclSuccess;
+}
+
+/* the device here that reaches the controller whose UUID begins with
+ * uuid8 (its full UUID to *uuid), -1 none */
+static int rail_dev(const uint8_t *uuid8, uint8_t *uuid)
+{
+	for (int i = 0; i < g_ndev; i++) {
+		static const uint8_t zero[16];
+		struct odlp_dev *e = &g_devs[i];
+		bool match;
+
+		pthread_mutex_lock(&e->mu);
+		if (!e->dead && memcmp(e->info.peer_uuid, zero, 16) == 0)
+			odl_tb5_info(e->h, &e->info); /* the peer may have attached since */
+		match = memcmp(e->info.peer_uuid, uuid8, 8) == 0;
+		if (match)
+			memcpy(uuid, e->info.peer_uuid, 16);
+		pthread_mutex_unlock(&e->mu);
+		if (match)
+			return i;
+	}
+	return -1;
+}
+
+static void vstage_unlink(struct vstage *st)
+{
+	pthread_mutex_lock(&g_mu);
+	for (struct vstage **pp = &g_vstages; *pp; pp = &(*pp)->next)
+		if (*pp == st) {
+			*pp = st->next;
+			break;
+		}
+	pthread_mutex_unlock(&g_mu);
+	st->magic = 0;
+	free(st);
+}
+
+static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
+{
+	struct odl_vhandle *vh = handle;
+	struct vstage *st = NULL;
+	struct odlp_vcomm *vc;
+	int n = (int)vh->n;
+
+	if (vh->version != HANDLE_VERSION || vh->len != sizeof(*vh) || n < 1 || n > VDEV_RAILS) {
+		WARN("connect: not an odl_tb5 v%u fused handle (len %u, %d rails)", HANDLE_VERSION,
+		     vh->len, n);
+		return fail(ncclInvalidUsage);
+	}
+	for (int k = 0; k < n; k++)
+		if (vh->rail[k].port < 1) {
+			WARN("connect: fused handle with port 0 on rail %d", k);
+			return fail(ncclInvalidUsage);
+		}
+	if (vh->instance == g_instance) {
+		WARN("connect: self-connection within one process is not supported");
+		return fail(ncclInvalidUsage);
+	}
+	if (vh->stage_cookie == g_instance) {
+		pthread_mutex_lock(&g_mu);
+		for (struct vstage *x = g_vstages; x; x = x->next)
+			if ((uintptr_t)x == vh->stage)
+				st = x;
+		pthread_mutex_unlock(&g_mu);
+	}
+	if (!st) {
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return fail(ncclSystemError);
+		st->magic = VSTAGE_MAGIC;
+		st->n = n;
+		for (int k = 0; k < n; k++) {
+			struct odl_handle *h = &st->h[k];
+
+			st->dev[k] = rail_dev(vh->rail[k].uuid8, h->listener_uuid);
+			for (int j = 0; j < k && st->dev[k] >= 0; j++)
+				if (st->dev[j] == st->dev[k])
+					st->dev[k] = -1;
+			if (st->dev[k] < 0) {
+				WARN("connect: no device here (or only one already taken) reaches rail %d of the fused listener (controller %02x%02x%02x%02x...)",
+				     k, vh->rail[k].uuid8[0], vh->rail[k].uuid8[1],
+				     vh->rail[k].uuid8[2], vh->rail[k].uuid8[3]);
+				free(st);
+				return fail(ncclInvalidUsage);
+			}
+			h->magic = HANDLE_MAGIC;
+			h->version = HANDLE_VERSION;
+			h->len = sizeof(*h);
+			h->instance = vh->instance;
+			h->port = vh->rail[k].port;
+			h->listen_id = vh->rail[k].listen_id;
+			h->listen_nonce = vh->nonce;
+		}
+		pthread_mutex_lock(&g_mu);
+		st->next = g_vstages;
+		g_vstages = st;
+		pthread_mutex_unlock(&g_mu);
+		vh->stage_cookie = g_instance;
+		vh->stage = (uintptr_t)st;
+	}
+	for (int k = 0; k < n; k++) {
+		ncclResult_t r;
+
+		if (st->sub[k])
+			continue;
+		r = core_connect(st->dev[k], &st->h[k], &st->sub[k]);
+		if (r) {
+			for (int j = 0; j < n; j++)
+				if (st->sub[j])
+					close_comm(st->sub[j], K_SEND);
+			vh->stage_cookie = 0;
+			vh->stage = 0;
+			vstage_unlink(st);
+			return r;
+		}
+	}
+	for (int k = 0; k < n; k++)
+		if (!st->sub[k])
+			return ncclSuccess; /* not yet: NCCL calls again */
+	vc = vcomm_new(K_SEND, n, SEND_REQS);
+	if (!vc)
+		return fail(ncclSystemError);
+	memcpy(vc->sub, st->sub, sizeof(vc->sub));
+	vc->dev = dev;
+	vh->stage_cookie = 0;
+	vh->stage = 0;
+	vstage_unlink(st);
+	*sendComm = vc;
+	return ncclSuccess;
+}
+
+static ncclResult_t v_accept(void *listenComm, void **recvComm)
+{
+	struct odlp_vcomm *vl = listenComm, *vc;
+	uint64_t inst[VDEV_RAILS];
+	uint32_t port[VDEV_RAILS];
+	bool same = true;
+
+	if (vl->kind != K_LISTEN)
+		return fail(ncclInternalError);
+	for (int k = 0; k < vl->n; k++) {
+		if (!vl->acc[k]) {
+			ncclResult_t r = core_accept(vl->sub[k], &vl->acc[k]);
+
+			if (r)
+				return r;
+		}
+	}
+	for (int k = 0; k < vl->n; k++)
+		if (!vl->acc[k])
+			return ncclSuccess; /* not yet */
+	for (int k = 0; k < vl->n; k++) {
+		struct odlp_comm *c = vl->acc[k];
+
+		pthread_mutex_lock(&c->dev->mu);
+		inst[k] = c->peer_inst;
+		port[k] = c->peer_port;
+		pthread_mutex_unlock(&c->dev->mu);
+		same &= inst[k] == inst[0] && port[k] == port[0];
+	}
+	if (!same) {
+		WARN("accept: the rails of a fused listen comm were reached by different processes; a fused listen comm takes one connecting process at a time");
+		for (int k = 0; k < vl->n; k++) {
+			close_comm(vl->acc[k], K_RECV);
+			vl->acc[k] = NULL;
+		}
+		return fail(ncclInvalidUsage);
+	}
+	vc = vcomm_new(K_RECV, vl->n, RECV_REQS);
+	if (!vc)
+		return fail(ncclSystemError);
+	memcpy(vc->sub, vl->acc, sizeof(vc->sub));
+	memset(vl->acc, 0, sizeof(vl->acc));
+	vc->dev = vl->dev;
+	*recvComm = vc;
+	return ncclSuccess;
+}
+
+static ncclResult_t v_close(void *comm, enum comm_kind k)
+{
+	struct odlp_vcomm *vc = comm;
+	ncclResult_t res = ncclSuccess;
+
+	if (vc->kind != k)
+		return fail(ncclInternalError);
+	for (int i = 0; i < vc->nreqs; i++) /* still open: their events end here */
+		if (vc->reqs[i].in_use && vc->reqs[i].nprof)
+			vprof_end(&vc->reqs[i], ODL_TB5_PROFILE_CLOSED);
+	for (int i = 0; i < vc->n; i++) {
+		ncclResult_t r = close_comm(vc->sub[i], k);
+
+		if (r && res == ncclSuccess)
+			res = r;
+		if (vc->acc[i])
+			close_comm(vc->acc[i], K_RECV);
+	}
+	vcomm_free(vc);
+	return res;
+}
+
+static ncclResult_t v_regmr(void *comm, void *data, uint64_t size, int type, uint64_t offset,
+			    int fd, void **mhandle)
+{
+	struct odlp_vcomm *vc = comm;
+	struct vmr *vm;
+
+	if (vc->kind == K_LISTEN || !mhandle)
+		return fail(ncclInternalError);
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return fail(ncclSystemError);
+	for (int k = 0; k < vc->n; k++) {
+		ncclResult_t r = fd >= 0 ? core_regmr_dmabuf(vc->sub[k], data, size, type, offset,
+							     fd, &vm->mr[k])
+					 : core_regmr(vc->sub[k], data, size, type, &vm->mr[k]);
+
+		if (r) {
+			while (k--)
+				core_deregmr(NULL, vm->mr[k]);
+			free(vm);
+			return r;
+		}
+	}
+	vm->magic = VMR_MAGIC;
+	vm->n = vc->n;
+	*mhandle = vm;
+	return ncclSuccess;
+}
+
+static ncclResult_t v_deregmr(void *mhandle)
+{
+	struct vmr *vm = mhandle;
+	ncclResult_t res = ncclSuccess;
+
+	vm->magic = 0;
+	for (int k = 0; k < vm->n; k++) {
+		ncclResult_t r = core_deregmr(NULL, vm->mr[k]);
+
+		if (r && res == ncclSuccess)
+			res = r;
+	}
+	free(vm);
+	return res;
+}
+
+/* where part k of R bytes over n rails begins, and its length */
+static void rail_part(uint64_t R, int n, int k, uint64_t *off, uint64_t *len)
+{
+	uint64_t q = (R + (uint64_t)n - 1) / (uint64_t)n;
+
+	q = (q + 4095) & ~(uint64_t)4095;
+	*off = (uint64_t)k * q < R ? (uint64_t)k * q : R;
+	*len = k == n - 1 ? R - *off : (R - *off < q ? R - *off : q);
+}
+
+/* part k of a send of S bytes against a receive of R: where the receiver
+ * put part k (rail_part) and as much of the message as falls there; the
+ * last part takes the rest (more than its room if S > R: a truncation) */
+static void rail_send_part(uint64_t R, uint64_t S, int n, int k, uint64_t *off, uint64_t *len)
+{
+	uint64_t roff, rlen;
+
+	rail_part(R, n, k, &roff, &rlen);
+	*off = roff < S ? roff : S;
+	*len = k == n - 1 ? S - *off : (S - *off < rlen ? S - *off : rlen);
+}
+
+/* the receive entry a send with this tag matches on rail comm c: its
+ * capacity; 1 found, 0 its CTS is not here yet, -1 the comm failed (*err) */
+static int rail_cts(struct odlp_comm *c, int tag, uint64_t *cap, ncclResult_t *err)
+{
+	struct odlp_dev *d = c->dev;
+	int ret = 0;
+
+	pthread_mutex_lock(&d->mu);
+	*err = comm_state_err(c);
+	if (*err != ncclSuccess) {
+		ret = -1;
+	} else if (c->cts_count && !c->sq_head) {
+		const struct cts_ent *e = &c->cts[c->cts_head];
+
+		for (int i = 0; i < e->n; i++)
+			if (!e->used[i] && e->tag[i] == tag) {
+				*cap = e->size[i];
+				ret = 1;
+				break;
+			}
+	}
+	pthread_mutex_unlock(&d->mu);
+	return ret;
+}
+
+static struct vreq *vreq_get(struct odlp_vcomm *vc)
+{
+	for (int i = 0; i < vc->nreqs; i++) {
+		struct vreq *q = &vc->reqs[i];
+
+		if (!q->in_use) {
+			memset(q, 0, sizeof(*q));
+			q->magic = VREQ_MAGIC;
+			q->in_use = 1;
+			return q;
+		}
+	}
+	return NULL;
+}
+
+static bool vmr_ok(const struct odlp_vcomm *vc, const void *mh)
+{
+	if (!mh)
+		return true;
+	if (is_vmr(mh) && ((const struct vmr *)mh)->n == vc->n)
+		return true;
+	WARN("memory handle %p was not registered with a fused comm of %d rails", mh, vc->n);
+	return false;
+}
+
+static ncclResult_t v_isend(void *comm, void *data, uint64_t size, int tag, void *mhandle,
+			    void *phandle, void **request)
+{
+	struct odlp_vcomm *vc = comm;
+	const struct vmr *vm = mhandle;
+	uint64_t R = 0;
+	struct vreq *q;
+
+	if (vc->kind != K_SEND || !request || (!data && size) || !vmr_ok(vc, mhandle))
+		return fail(ncclInternalError);
+	for (int k = 0; k < vc->n; k++) {
+		uint64_t cap = 0;
+		ncclResult_t err;
+		int got = rail_cts(vc->sub[k], tag, &cap, &err);
+
+		if (got < 0)
+			return fail(err);
+		if (got == 0) { /* the receive is not posted on every rail yet */
+			try_progress(((struct odlp_comm *)vc->sub[k])->dev);
+			STAT_ADD(null_requests, 1);
+			return ncclSuccess;
+		}
+		R += cap;
+	}
+	q = vreq_get(vc);
+	if (!q) {
+		STAT_ADD(null_requests, 1);
+		return ncclSuccess;
+	}
+	q->is_send = 1;
+	for (int k = 0; k < vc->n; k++) {
+		uint64_t off, len;
+		ncclResult_t r;
+
+		rail_send_part(R, size, vc->n, k, &off, &len);
+		r = core_isend(vc->sub[k], data ? (char *)data + off : NULL, len, tag,
+			       vm ? vm->mr[k] : NULL, NULL, &q->sub[k]);
+		if (r || !q->sub[k]) {
+			/* the rails before k carry their parts; q stays taken
+			 * (until the comm is closed) */
+			WARN("isend: rail %d of %d %s", k, vc->n, r ? "failed" : "took no request");
+			return r ? r : fail(ncclInternalError);
+		}
+	}
+	STAT_ADD(fused_ops, 1);
+	vprof_start(vc, q, 1, phandle ? &phandle : NULL, &size, &tag);
+	*request = q;
+	return ncclSuccess;
+}
+
+static ncclResult_t v_irecv(void *comm, int n, void **data, const uint64_t *sizes, int *tags,
+			    void **mhandles, void **phandles, void **request)
+{
+	struct odlp_vcomm *vc = comm;
+	struct vreq *q;
+
+	if (vc->kind != K_RECV || !request || n < 1 || n > MAX_RECVS || !data || !sizes || !tags)
+		return fail(ncclInternalError);
+	for (int i = 0; i < n; i++)
+		if (!vmr_ok(vc, mhandles ? mhandles[i] : NULL) || (!data[i] && sizes[i]))
+			return fail(ncclInternalError);
+	q = vreq_get(vc);
+	if (!q) {
+		STAT_ADD(null_requests, 1);
+		return ncclSuccess;
+	}
+	q->n = n;
+	for (int k = 0; k < vc->n; k++) {
+		void *dk[MAX_RECVS], *mk[MAX_RECVS];
+		uint64_t sk[MAX_RECVS];
+		ncclResult_t r;
+
+		for (int i = 0; i < n; i++) {
+			uint64_t off;
+
+			rail_part(sizes[i], vc->n, k, &off, &sk[i]);
+			dk[i] = data[i] ? (char *)data[i] + off : NULL;
+			mk[i] = mhandles && mhandles[i] ? ((struct vmr *)mhandles[i])->mr[k] : NULL;
+		}
+		r = core_irecv(vc->sub[k], n, dk, sk, tags, mhandles ? mk : NULL, NULL, &q->sub[k]);
+		if (r || !q->sub[k]) {
+			WARN("irecv: rail %d of %d %s", k, vc->n, r ? "failed" : "took no request");
+			return r ? r : fail(ncclInternalError);
+		}
+	}
+	STAT_ADD(fused_ops, 1);
+	vprof_start(vc, q, n, phandles, sizes, tags);
+	*request = q;
+	return ncclSuccess;
+}
+
+static ncclResult_t v_iflush(void *comm, int n, void **data, int *sizes, void **mhandles,
+			     void **request)
+{
+	struct odlp_vcomm *vc = comm;
+
+	(void)data;
+	(void)sizes;
+	(void)mhandles;
+	if (vc->kind != K_RECV || !request)
+		return fail(ncclInternalError);
+	/* host memory on every rail: nothing to wait for (as core_iflush) */
+	return core_iflush(vc->sub[0], n, NULL, NULL, NULL, request);
+}
+
+static ncclResult_t v_test(void *request, int *done, int *sizes)
+{
+	struct vreq *q = request;
+	bool all = true;
+
+	if (!done || !q->in_use)
+		return fail(ncclInternalError);
+	for (int k = 0; k < VDEV_RAILS && q->sub[k]; k++) {
+		int dn = 0, sz[MAX_RECVS] = { 0 };
+		ncclResult_t r;
+
+		if (q->sub_done[k])
+			continue;
+		r = core_test(q->sub[k], &dn, sz);
+		if (r && !dn)
+			return r; /* the rail's comm failed */
+		if (!dn) {
+			all = false;
+			continue;
+		}
+		if (r && q->err == ncclSuccess)
+			q->err = r; /* done with an error: the other rails finish first */
+		q->sub_done[k] = 1;
+		for (int i = 0; i < (q->is_send ? 1 : q->n); i++)
+			q->got[i] += (uint64_t)sz[i];
+	}
+	if (!all)
+		return ncclSuccess;
+	*done = 1;
+	if (sizes)
+		for (int i = 0; i < (q->is_send ? 1 : q->n); i++)
+			sizes[i] = (int)(q->got[i] > 0x7fffffff ? 0x7fffffff : q->got[i]);
+	if (q->nprof)
+		vprof_end(q, (int32_t)q->err);
+	q->in_use = 0;
+	return q->err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -3399,8 +4313,7 @@ static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
 	PROPS_FROM_V7((p), q_);                                        \
 	(p)->regIsGlobal = 0;                                          \
 	(p)->forceFlush = 0;                                           \
-	(p)->vProps.ndevs = 1;                                         \
-	(p)->vProps.devs[0] = (dev);                                   \
+	(p)->vProps.ndevs = vdev_members((dev), (p)->vProps.devs);     \
 	(p)->maxP2pBytes = 1ull << 30;                                 \
 	(p)->maxCollBytes = 1ull << 30
 
@@ -3581,7 +4494,7 @@ EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
 	.regMr = v8_regmr,
 	.isend = v9_isend,
 	.irecv = v9_irecv,
-	.makeVDevice = NULL,
+	.makeVDevice = v9_make_vdevice,
 	COMMON_TAIL,
 };
 
@@ -3596,18 +4509,18 @@ EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.regMr = v8_regmr,
 	.isend = v10_isend,
 	.irecv = v10_irecv,
-	.makeVDevice = NULL,
+	.makeVDevice = v9_make_vdevice,
 	COMMON_TAIL,
 };
 
 /* setNetAttr is optional and left out: the hints (peers, flows per peer)
  * have nothing to tune on one point-to-point link */
-#define V11_TABLE(P)                                                                 \
+#define V11_TABLE(P, M)                                                              \
 	.name = PLUGIN_NAME, .init = v11_init, .devices = core_devices,              \
 	.getProperties = P, .listen = v11_listen, .connect = v11_connect,            \
 	.accept = v7_accept, .regMr = v8_regmr, .isend = v10_isend, .irecv = v10_irecv, \
-	.makeVDevice = NULL, .finalize = v11_finalize, .setNetAttr = NULL, COMMON_TAIL
+	.makeVDevice = M, .finalize = v11_finalize, .setNetAttr = NULL, COMMON_TAIL
 
-EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = { V11_TABLE(v11_props) };
+EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = { V11_TABLE(v11_props, v9_make_vdevice) };
 
-EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = { V11_TABLE(v12_props) };
+EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = { V11_TABLE(v12_props, v12_make_vdevice) };

@@ -516,6 +516,25 @@ static void n_finalize_all(void)
 	g_ctx = NULL;
 }
 static ncclResult_t n_devices(int *n) { return T7->devices(n); }
+
+#define RAILS_MAX 4
+/* --fuse: the fused device made of the --rails devices (t_fuse), its
+ * members in the order given; -1 before */
+static int g_fuse;
+static int g_fuse_dev = -1, g_fuse_n, g_fuse_members[RAILS_MAX];
+
+/* getProperties' vProps of device dev: itself, or a fused device's members */
+static bool vprops_ok(int dev, int n, const int *devs)
+{
+	if (dev != g_fuse_dev)
+		return n == 1 && devs[0] == dev;
+	if (n != g_fuse_n)
+		return false;
+	for (int k = 0; k < n; k++)
+		if (devs[k] != g_fuse_members[k])
+			return false;
+	return true;
+}
 static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
 {
 	ncclResult_t r;
@@ -549,7 +568,7 @@ static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
 					       q.speed, q.port, q.latency, q.maxComms,     \
 					       q.maxRecvs, q.netDeviceType,                \
 					       q.netDeviceVersion };                       \
-		CHECK(q.vProps.ndevs == 1 && q.vProps.devs[0] == dev && q.maxP2pBytes > 0 && \
+		CHECK(vprops_ok(dev, q.vProps.ndevs, q.vProps.devs) && q.maxP2pBytes > 0 &&  \
 			      q.maxCollBytes > 0 && q.maxMultiRequestSize == 1,            \
 		      ver " properties: vProps %d [%d], maxP2pBytes %zu, maxCollBytes %zu, " \
 			  "maxMultiRequestSize %d",                                        \
@@ -573,8 +592,10 @@ static ncclResult_t n_props(int dev, ncclNetProperties_v7_t *p)
 		*p = (ncclNetProperties_v7_t){ q.name, q.pciPath, q.guid, q.ptrSupport, q.speed,
 					       q.port, q.latency, q.maxComms, q.maxRecvs,
 					       q.netDeviceType, q.netDeviceVersion };
-		CHECK(q.vProps.ndevs >= 1 && q.maxP2pBytes > 0 && q.maxCollBytes > 0,
-		      "v9+ properties vProps/maxP2pBytes unset");
+		CHECK(vprops_ok(dev, q.vProps.ndevs, q.vProps.devs) && q.maxP2pBytes > 0 &&
+			      q.maxCollBytes > 0,
+		      "v9+ properties: vProps %d [%d], maxP2pBytes %zu, maxCollBytes %zu",
+		      q.vProps.ndevs, q.vProps.devs[0], q.maxP2pBytes, q.maxCollBytes);
 	}
 	return r;
 }
@@ -955,8 +976,14 @@ static void t_table(void)
 		snprintf(s, sizeof(s), "ncclNetPlugin_v%d", v);
 		const ncclNet_v11_t *tv = find_sym(s);
 		/* NCCL calls finalize unconditionally; setNetAttr is optional */
-		CHECK(tv->finalize && !tv->makeVDevice, "table %s: finalize %p makeVDevice %p", s,
+		CHECK(tv->finalize && tv->makeVDevice, "table %s: finalize %p makeVDevice %p", s,
 		      (void *)tv->finalize, (void *)tv->makeVDevice);
+	}
+	for (int v = 9; v <= 10; v++) { /* NIC fusion from v9 on */
+		char s[64];
+		snprintf(s, sizeof(s), "ncclNetPlugin_v%d", v);
+		const ncclNet_v9_t *tv = find_sym(s);
+		CHECK(tv->makeVDevice, "table %s: makeVDevice NULL", s);
 	}
 	say("# loaded %s, using ncclNetPlugin_v%d\n", g_libname, g_api);
 	pass("table: slots, versions v7..v12 exported, no CollNet");
@@ -1109,7 +1136,10 @@ static void t_port_mismatch(void)
 		OKR(n_props(g_dev, &p), "getProperties");
 		oob_read(h, sizeof(h));
 		port = (uint32_t)(p.port % 255) + 1; /* not this process's port */
-		memcpy(h + 40, &port, sizeof(port));
+		if (g_dev == g_fuse_dev)
+			h[68] = (unsigned char)port; /* the fused handle's first rail */
+		else
+			memcpy(h + 40, &port, sizeof(port));
 		CHECK(TIMED(n_connect(g_dev, h, &c), "connect") == ncclInvalidUsage && c == NULL,
 		      "connect to a listener on port %u from port %d over shm", port, p.port);
 		barrier();
@@ -1248,7 +1278,8 @@ static long poll_period_ms(void)
  * ODL_TB5_RCCL_POLL_MS (default 20 ms) steps, not in a tight loop. Over
  * IDLE_WINDOW_MS both ranks do nothing; the plugin's idle_wakeups counter
  * (shared by both ranks when they run on one host) must have moved, and by
- * no more than two processes waking once per period allow (with margin).
+ * no more than two processes waking once per period and device in use
+ * (--fuse: each of its cables) allow (with margin).
  * With a 1 ms period it moves by ~2 x the window in ms.
  */
 #define IDLE_WINDOW_MS 600
@@ -1257,7 +1288,9 @@ static void t_idle(void)
 	const char *path = odl_tb5_rccl_stats_path();
 	const struct odl_tb5_rccl_stats *st = path ? stats_map(path) : NULL;
 	long poll_ms = poll_period_ms();
-	uint64_t v0, v1, limit = 2 * (uint64_t)(IDLE_WINDOW_MS * 3 / 2 / poll_ms + 5);
+	/* a progress thread per device: a fused device's comms use each cable */
+	uint64_t v0, v1, threads = 2 * (uint64_t)(g_fuse ? g_fuse_n : 1);
+	uint64_t limit = threads * (uint64_t)(IDLE_WINDOW_MS * 3 / 2 / poll_ms + 5);
 
 	barrier();
 	/* a file named in the environment must be there; the default one is
@@ -1563,12 +1596,25 @@ static void t_saturation(void *s, void *r)
 		OKR(n_irecv(r, 1, d, &cap, &tag, NULL, &extra), "irecv beyond the limit");
 		CHECK(extra == NULL, "irecv beyond %d outstanding was accepted", NCCL_NET_MAX_REQUESTS);
 	}
-	/* send side: post until the plugin says NULL (at least 32 * 1) */
+	/* send side: post until the plugin says NULL (at least 32 * 1). A
+	 * fused device takes a send only once its receive's clear-to-send is
+	 * there on every rail (it cuts the message where the receiver cut its
+	 * buffer): NULL before the peer's 32 receives are all announced is
+	 * "not yet", and the first NULL after them is the limit */
+	double t_sat = now_s();
 	for (k = 0; k < 1024; k++) {
 		void *req = NULL;
 		fill(sa.p + (size_t)k * (MSG + 64), MSG - (size_t)(k % 7), 90000u + (uint32_t)k);
 		OKR(TIMED(n_isend(s, sa.p + (size_t)k * (MSG + 64), MSG - (size_t)(k % 7), g_rank, sa.mh,
 				  &req), "isend"), "isend");
+		if (!req && g_dev == g_fuse_dev && k < NCCL_NET_MAX_REQUESTS) {
+			CHECK(now_s() - t_sat < g_deadline_s,
+			      "fused: send %d still NULL after %.0f s (the peer posted %d receives)", k,
+			      g_deadline_s, NCCL_NET_MAX_REQUESTS);
+			poll_pause();
+			k--;
+			continue;
+		}
 		if (!req)
 			break;
 		sreq[k] = req;
@@ -1990,7 +2036,16 @@ static void t_close_orders(void)
 		void *d[1] = { buf };
 		int tag = 1 - g_rank;
 		req = post_recv(r, 1, d, &cap, &tag, &rmh);
-		req = post_send(s, buf + 128, 64, 12345, smh); /* tag never matches */
+		if (g_dev == g_fuse_dev) {
+			/* a fused device takes a send only against its receive's
+			 * clear-to-send: with a tag no receive has, never */
+			void *q = (void *)1;
+
+			OKR(n_isend(s, buf + 128, 64, 12345, smh, &q), "isend");
+			CHECK(q == NULL, "fused: a send that no receive matches was taken");
+		} else {
+			req = post_send(s, buf + 128, 64, 12345, smh); /* tag never matches */
+		}
 		(void)req;
 	}
 	barrier(); /* both sides have requests in flight */
@@ -2197,7 +2252,6 @@ static void t_collectives(void)
 
 /* ---- several cables to one peer (--rails N) ------------------------- */
 
-#define RAILS_MAX 4
 static int g_rails; /* --rails N: N devices, each reaching the peer (a cable each) */
 
 struct rail {
@@ -2285,6 +2339,98 @@ static void t_rails(int ndev)
 	free(tmp);
 	pass("rails: an all-reduce divided between the devices, a thread each, verified; "
 	     "rank 1's device numbers as they are, then shifted by one");
+}
+
+/* ---- a fused device (--fuse, with --rails N) ------------------------- */
+
+/* makeVDevice of the table in use (v9 and later), props NULL with n < 0 */
+static ncclResult_t n_make(int *d, int n, const int *devs)
+{
+	if (g_api >= 12) {
+		ncclNetVDeviceProps_v12_t p = { .ndevs = n };
+
+		for (int k = 0; k < n && k < NCCL_NET_MAX_DEVS_PER_NIC_V12; k++)
+			p.devs[k] = devs[k];
+		return T12->makeVDevice(d, n < 0 ? NULL : &p);
+	}
+	ncclNetVDeviceProps_v9_t p = { .ndevs = n };
+
+	for (int k = 0; k < n && k < NCCL_NET_MAX_DEVS_PER_NIC_V9; k++)
+		p.devs[k] = devs[k];
+	if (g_api == 11)
+		return T11->makeVDevice(d, n < 0 ? NULL : &p);
+	if (g_api == 10)
+		return T10->makeVDevice(d, n < 0 ? NULL : &p);
+	return T9->makeVDevice(d, n < 0 ? NULL : &p);
+}
+
+/*
+ * NIC fusion: NCCL hands makeVDevice the physical devices it wants as one
+ * NIC and uses the index it gets back (after the physical ones) like any
+ * device. Bad fusions are refused with the NCCL error code and make
+ * nothing; the fused device's properties add up its cables'. Each rank
+ * fuses its devices 0..N-1 in its own numbering (spawn mode: rank 1's are
+ * listed the other way round, so its device 0 is the cable of rank 0's
+ * device N-1). Returns the devices() count after it.
+ */
+static int t_fuse(int ndev)
+{
+	int d, d2, n = -1, all[RAILS_MAX], many[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	ncclNetProperties_v7_t p, m;
+	const int bad[3][2] = { { 0, -1 }, { 0, 0 }, { 0, 99 } };
+
+	CHECK(g_api >= 9, "--fuse needs makeVDevice (v9 and later), not v%d", g_api);
+	CHECK(ndev == g_rails, "--rails %d: the plugin has %d device(s)", g_rails, ndev);
+	for (int k = 0; k < ndev; k++)
+		all[k] = k;
+	CHECK(n_make(NULL, ndev, all) != ncclSuccess, "makeVDevice(NULL index) succeeded");
+	d = 5;
+	CHECK(n_make(&d, -1, NULL) != ncclSuccess && d == -1, "makeVDevice(NULL props): index %d", d);
+	CHECK(n_make(&d, 0, all) == ncclInvalidUsage, "makeVDevice of no device");
+	CHECK(n_make(&d, 5, many) == ncclInvalidUsage, "makeVDevice of 5 devices (4 at most)");
+	for (int i = 0; i < 3; i++) {
+		int b[2] = { bad[i][0], bad[i][1] == 99 ? ndev : bad[i][1] };
+
+		CHECK(n_make(&d, 2, b) == ncclInvalidUsage && d == -1, "makeVDevice(%d, %d) made %d",
+		      b[0], b[1], d);
+	}
+	OKR(n_devices(&n), "devices");
+	CHECK(n == ndev, "refused fusions left %d devices (%d before)", n, ndev);
+	OKR(n_make(&d, ndev, all), "makeVDevice");
+	CHECK(d == ndev, "fused device %d: the first after the %d physical ones expected", d, ndev);
+	OKR(n_make(&d2, ndev, all), "makeVDevice again");
+	CHECK(d2 == d, "the same fusion twice: device %d, then %d", d, d2);
+	OKR(n_devices(&n), "devices");
+	CHECK(n == ndev + 1, "devices() %d after the fusion (%d expected)", n, ndev + 1);
+	int again[2] = { d, 0 };
+	CHECK(n_make(&d2, 2, again) == ncclInvalidUsage, "a fused device fused again");
+	g_fuse_dev = d;
+	g_fuse_n = ndev;
+	memcpy(g_fuse_members, all, sizeof(all));
+	OKR(n_props(d, &p), "getProperties(fused)"); /* vProps checked in n_props */
+	int speed = 0;
+	float lat = 0;
+	for (int k = 0; k < ndev; k++) {
+		OKR(n_props(k, &m), "getProperties");
+		speed += m.speed;
+		lat = m.latency > lat ? m.latency : lat;
+		CHECK(m.guid != p.guid && strcmp(m.name, p.name) && strstr(p.name, m.name),
+		      "fused device %s (guid %016llx) against its cable %s (%016llx)", p.name,
+		      (unsigned long long)p.guid, m.name, (unsigned long long)m.guid);
+		CHECK(m.ptrSupport == p.ptrSupport && m.maxRecvs == p.maxRecvs &&
+			      m.netDeviceType == p.netDeviceType,
+		      "fused device: ptrSupport %d maxRecvs %d type %d; cable %d: %d %d %d",
+		      p.ptrSupport, p.maxRecvs, p.netDeviceType, k, m.ptrSupport, m.maxRecvs,
+		      m.netDeviceType);
+	}
+	CHECK(p.speed == speed && p.latency == lat, "fused device: speed %d latency %.1f (%d, %.1f)",
+	      p.speed, p.latency, speed, lat);
+	CHECK(n_props(d + 1, &m) != ncclSuccess, "getProperties(%d) past the fused device", d + 1);
+	say("# fused device %d: name %s guid %016llx speed %d Mbps\n", d, p.name,
+	    (unsigned long long)p.guid, p.speed);
+	pass("fuse: makeVDevice refuses bad fusions with the NCCL error code; the fused device "
+	     "follows the physical ones and adds up their properties");
+	return n;
 }
 
 /* ---- all-reduce benchmark (--bench BYTES) ---------------------------- */
@@ -2843,7 +2989,7 @@ static void bench_allreduce(void)
 	for (int c = 0; c < nch; c++) {
 		/* with --rails the channels take the devices in turn, driven by
 		 * this one thread as NCCL's proxy drives several NICs */
-		if (g_rails)
+		if (g_rails && !g_fuse)
 			g_dev = c % g_rails;
 		setup_pair(&bb.s[c], &bb.r[c]);
 		/* sends read send (reduce-scatter) and recv (all-gather); receives
@@ -3796,6 +3942,10 @@ static void run_rank(int want_api)
 	if (g_oob < 0)
 		g_oob = tcp_oob(g_oob_listen, g_oob_connect);
 	g_dev = d ? atoi(d) : 0;
+	if (g_fuse) { /* everything below runs over the fused device */
+		ndev = t_fuse(ndev);
+		g_dev = g_fuse_dev;
+	}
 	if (g_fail) {
 		barrier();
 		t_link_failure();
@@ -3810,14 +3960,15 @@ static void run_rank(int want_api)
 		return;
 	}
 	if (g_bench_bytes) {
-		CHECK(!g_rails || ndev == g_rails, "--rails %d: the plugin has %d device(s)", g_rails, ndev);
+		CHECK(!g_rails || ndev == g_rails + g_fuse, "--rails %d: the plugin has %d device(s)",
+		      g_rails, ndev);
 		barrier();
 		bench_allreduce();
 		barrier();
 		n_finalize_all();
 		return;
 	}
-	if (g_rails) {
+	if (g_rails && !g_fuse) {
 		barrier();
 		t_rails(ndev);
 		barrier();
@@ -4022,6 +4173,8 @@ int main(int argc, char **argv)
 			loadonly = 1;
 		else if (!strcmp(a, "--shared"))
 			g_shared = 1;
+		else if (!strcmp(a, "--fuse"))
+			g_fuse = 1;
 		else if (!strcmp(a, "--rails") && v && atoi(v) >= 2 && atoi(v) <= RAILS_MAX)
 			g_rails = atoi(v), i++;
 		else if (!strcmp(a, "--pairs") && v && atoi(v) >= 1 && atoi(v) <= PAIRS_MAX)
@@ -4033,6 +4186,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(g_flavour, "nccl") && strcmp(g_flavour, "rccl")) {
 		fprintf(stderr, "--flavour nccl|rccl\n");
+		return 2;
+	}
+	if (g_fuse && !g_rails) {
+		fprintf(stderr, "--fuse fuses the --rails devices: give --rails N\n");
 		return 2;
 	}
 	if (loadonly)

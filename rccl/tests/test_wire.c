@@ -244,6 +244,57 @@ END_TEST
 
 /* the busy-polling window: automatic only with CPUs to spare; the
  * variable's value when it is one, the automatic choice when it is not */
+/*
+ * Fused devices: the receiver's parts tile its buffer in order, in 4 KiB
+ * multiples but for the last, about equal when the buffer is large; a send no larger than the receive puts each
+ * part where the receiver's is and never more than its room, and all of
+ * it; a larger one overflows the last rail only.
+ */
+START_TEST(t_rail_parts)
+{
+	static const uint64_t sizes[] = { 0, 1, 100, 4095, 4096, 4097, 8192, 8193, 12289,
+					  (1u << 20) + 3, 3u << 20, (64ull << 20) + 5 };
+	const size_t ns = sizeof(sizes) / sizeof(sizes[0]);
+
+	for (int n = 1; n <= VDEV_RAILS; n++)
+		for (size_t i = 0; i < ns; i++) {
+			uint64_t R = sizes[i], at = 0, off[VDEV_RAILS], len[VDEV_RAILS];
+
+			for (int k = 0; k < n; k++) {
+				rail_part(R, n, k, &off[k], &len[k]);
+				ck_assert_uint_eq(off[k], at);
+				if (k < n - 1)
+					ck_assert(len[k] % 4096 == 0 || off[k] + len[k] == R);
+				at += len[k];
+			}
+			ck_assert_uint_eq(at, R);
+			if (R >= (64u << 10) * (unsigned)n) /* big: every rail a fair share */
+				for (int k = 0; k < n; k++) {
+					ck_assert_uint_gt(len[k], 0);
+					ck_assert_uint_le(len[0] - len[k], 4096u * (unsigned)n);
+				}
+			for (size_t j = 0; j < ns; j++) {
+				uint64_t S = sizes[j], sum = 0, so, sl;
+
+				for (int k = 0; k < n; k++) {
+					rail_send_part(R, S, n, k, &so, &sl);
+					ck_assert_uint_eq(so, sum);
+					if (S <= R) {
+						ck_assert_uint_le(sl, len[k]);
+						ck_assert(sl == 0 || so == off[k]);
+					} else if (k < n - 1) {
+						ck_assert_uint_eq(sl, len[k]);
+					} else {
+						ck_assert_uint_gt(sl, len[k]); /* truncation there */
+					}
+					sum += sl;
+				}
+				ck_assert_uint_eq(sum, S);
+			}
+		}
+}
+END_TEST
+
 START_TEST(t_busy_poll_choice)
 {
 	cpu_set_t set;
@@ -296,6 +347,7 @@ int main(void)
 	tcase_add_test(tc, t_pong_coalesced);
 	tcase_add_test(tc, t_peer_warns_bounded);
 	tcase_add_test(tc, t_busy_poll_choice);
+	tcase_add_test(tc, t_rail_parts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -48,7 +48,7 @@ static const struct field {
 	FLD(err_truncated),  FLD(err_link),	 FLD(zc_tx_bytes),   FLD(zc_rx_bytes),
 	FLD(zc_regs),	     FLD(zc_fallbacks),	 FLD(cts_urgent),    FLD(idle_wakeups),
 	FLD(dmabuf_regs),    FLD(dmabuf_imports), FLD(revivals),     FLD(pings),
-	FLD(peer_lost),	     FLD(caller_reaps),  FLD(busy_poll_reaps),
+	FLD(peer_lost),	     FLD(caller_reaps),  FLD(busy_poll_reaps), FLD(fused_ops),
 };
 #define NFIELDS (sizeof(g_fields) / sizeof(g_fields[0]))
 
