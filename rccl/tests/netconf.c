@@ -54,6 +54,11 @@
  *                                        the benchmark instead, its channels
  *                                        on the devices in turn, one thread
  *                                        driving them all (NCCL's proxy)
+ *   netconf ... --rails N --fuse         the N devices fused into one
+ *                                        (makeVDevice, v9 and later; see
+ *                                        t_fuse), then the conformance
+ *                                        sequence (or --bench) over the fused
+ *                                        device: every message striped
  *   netconf --rank R ... --shared        the device is shared with other rank
  *                                        pairs: bad calls, handshakes, the port
  *                                        check (shm), sizes, grouped receives,
