@@ -3353,6 +3353,7 @@ struct odlp_vcomm {
 	int n;
 	void *sub[VDEV_RAILS]; /* the rails' comms (listen: listen comms) */
 	void *acc[VDEV_RAILS]; /* listen: the next connection's rails accepted */
+	pthread_mutex_t mu;    /* taking a request (vreq_get) */
 	struct vreq *reqs;
 	int nreqs;
 };
@@ -3539,6 +3540,7 @@ static struct odlp_vcomm *vcomm_new(enum comm_kind k, int n, int nreqs)
 			v->reqs[i].magic = VREQ_MAGIC;
 	}
 	v->nreqs = nreqs;
+	pthread_mutex_init(&v->mu, NULL);
 	v->magic = VCOMM_MAGIC;
 	v->kind = k;
 	v->n = n;
@@ -3551,6 +3553,7 @@ static void vcomm_free(struct odlp_vcomm *v)
 	for (int i = 0; i < v->nreqs; i++)
 		v->reqs[i].magic = 0;
 	free(v->reqs);
+	pthread_mutex_destroy(&v->mu);
 	free(v);
 }
 
@@ -3955,19 +3958,21 @@ static int rail_cts(struct odlp_comm *c, int tag, uint64_t *cap, ncclResult_t *e
 	return ret;
 }
 
+/* a free request of vc (test() frees one in any thread) */
 static struct vreq *vreq_get(struct odlp_vcomm *vc)
 {
-	for (int i = 0; i < vc->nreqs; i++) {
-		struct vreq *q = &vc->reqs[i];
+	struct vreq *q = NULL;
 
-		if (!q->in_use) {
+	pthread_mutex_lock(&vc->mu);
+	for (int i = 0; i < vc->nreqs && !q; i++)
+		if (!__atomic_load_n(&vc->reqs[i].in_use, __ATOMIC_ACQUIRE)) {
+			q = &vc->reqs[i];
 			memset(q, 0, sizeof(*q));
 			q->magic = VREQ_MAGIC;
 			q->in_use = 1;
-			return q;
 		}
-	}
-	return NULL;
+	pthread_mutex_unlock(&vc->mu);
+	return q;
 }
 
 static bool vmr_ok(const struct odlp_vcomm *vc, const void *mh)
@@ -4119,7 +4124,7 @@ static ncclResult_t v_test(void *request, int *done, int *sizes)
 			sizes[i] = (int)(q->got[i] > 0x7fffffff ? 0x7fffffff : q->got[i]);
 	if (q->nprof)
 		vprof_end(q, (int32_t)q->err);
-	q->in_use = 0;
+	__atomic_store_n(&q->in_use, 0, __ATOMIC_RELEASE);
 	return q->err;
 }
 
