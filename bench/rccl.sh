@@ -135,35 +135,15 @@ esac
 export VMPAIR_STATE=${VMPAIR_STATE:-$top/build/bench/rccl-pair}
 . "$top/harness/scenarios/common.sh"
 . "$top/harness/scenarios/odl-lib.sh"
-case $cpu in
-'') cpu=$BENCH_CPU_MODEL ;;
-default) cpu= ;;
-esac
-TAP_AUTO_EVIDENCE=0
-TAP_EXEC_TIMEOUT=600
-CLI=$top/build/userlib/odl_tb5_cli.static
-NETCONF=$top/build/rccl/netconf.static
-bytes=$((size << 20))
-
-fail() { echo "bench/rccl.sh: $*" >&2; evidence >&2; exit 1; }
-for f in "$ODL_KO" "$ODL_XFER" "$CLI" "$NETCONF"; do
-	[ -f "$f" ] || { echo "bench/rccl.sh: $f missing: run 'make driver userlib rccl'" >&2; exit 1; }
-done
+. "$here/rccl-lib.sh"
+bench_init bench/rccl.sh
 
 echo "bench/rccl.sh: booting the pair (usb4-nhi cable for odl_tb5, virtio-net for the out-of-band channel)"
-out=$("$VMPAIR" up --virtio-net --no-cable-trace --mem 1024 --smp "$smp" ${cpu:+--cpu "$cpu"} 2>&1) || fail "vmpair up failed: $out"
-tap_cleanup pair_down
-for v in a b; do
-	odl_put $v && "$VMPAIR" put $v "$CLI" /tmp/odl_tb5_cli --mode 755 >/dev/null &&
-		"$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null &&
-		odl_load $v || fail "cannot set up $v"
-	[ $v = a ] && ip=198.51.100.1 || ip=198.51.100.2
-	vm $v sh -c "ip link set eth0 up && ip addr add $ip/24 dev eth0" || fail "eth0 setup on $v"
-done
+bench_boot --smp "$smp"
+bench_guests
 odl_wait_connected a 90 && odl_wait_connected b 90 || fail "odl_tb5 did not connect"
 wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || fail "virtio-net path does not ping"
 
-json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
 # raw_cli CLIENT-OPTIONS...: one odl_tb5_cli run (server on b); prints the
 # client's JSON with "guest_busy_pct" added: how busy guest a was while the
@@ -188,17 +168,6 @@ raw() {
 	raw_cli --test "$test" --size 1M --iterations $((bytes >> 20)) --no-verify "$@"
 }
 
-# netconf_ranks FILE PORT ENV ARGS: netconf rank 0 on a (in the
-# background, its output in /tmp/FILE) and rank 1 on b, both with ENV (words
-# VAR=VALUE, may be empty) and ARGS; prints rank 0's output once both ended
-# well, else the failing side's output to stderr and returns 1
-netconf_ranks() {
-	local f=/tmp/$1 port=$2 env=$3 args=$4 out
-	va sh -c "rm -f $f; setsid sh -c 'env $env /tmp/netconf --rank 0 --oob-listen $port $args; echo netconf-exit=\$?' > $f 2>&1 < /dev/null &" || return 1
-	out=$(vb env $env /tmp/netconf --rank 1 --oob-connect 198.51.100.1:"$port" $args 2>&1) || { echo "$out" >&2; return 1; }
-	wait_for "va grep -q netconf-exit=0 $f" 60 || { va cat "$f" >&2; return 1; }
-	va cat "$f"
-}
 
 # plugin SLICE PORT [ZEROCOPY [OP [REDUCER [EXTRA]]]]: all-reduce benchmark
 # over $channels channels (EXTRA: more netconf options, e.g. --in-place or
@@ -231,8 +200,6 @@ row() {
 	res[$key$s]+="$(json_field "$j" busbw_avg_gbps) "
 	echo "bench/rccl.sh: round $r plugin all-reduce $label, slice $s: busbw $(json_field "$j" busbw_avg_gbps) Gb/s (rank 0 process CPU $(json_field "$j" cpu_s_avg) s per iteration)"
 }
-per_dir() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(min(j["tx_gbps"], j["rx_gbps"]))' "$1"; }
-last() { echo "$1" | awk '{ print $NF }'; }
 port=29600
 for r in $(seq 1 "$rounds"); do
 	order="raw plugin"
@@ -309,17 +276,8 @@ for r in $(seq 1 "$rounds"); do
 	done
 done
 
-median() { printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-# per-round ratios: the plugin against the same round's raw figures
-round_ratios() {
-	local p=($1) q=($2) i out=
-	for i in "${!p[@]}"; do out+="$(div "${p[$i]}" "${q[$i]}") "; done
-	echo "$out"
-}
 ts=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$top/bench/results"
-arr() { echo "$1" | xargs | tr ' ' ,; }
 if [ $bw = 1 ]; then
 	rawm=$(median "${res[raw]}")
 	rawtxm=$(median "${res[raw_tx]}")

@@ -16,6 +16,9 @@
 #   make bench-rccl  bench/rccl.sh: plugin all-reduce between the VMs against raw
 #                    odl_tb5_cli (one-way and bidirectional) in the same run;
 #                    `make bench` runs it first (BENCH_RCCL=0 skips it)
+#   make bench-rccl-fused  bench/rccl_fused.sh: two cables, the all-reduce over
+#                    the plugin's fused device (makeVDevice) against raw over
+#                    both, a channel per cable, one cable; part of `make bench`
 #   make bench-rccl-host  bench/rccl_host_lat.py: the plugin's small-message
 #                    latency on the host over shm, per way test() waits
 #
@@ -52,7 +55,7 @@ RCCL_TIMEOUT  ?= 600
 RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
 
 .PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-stats \
-        unit-rccl-static unit-rccl-hostlat bench-rccl bench-rccl-host
+        unit-rccl-static unit-rccl-hostlat bench-rccl bench-rccl-fused bench-rccl-host
 
 rccl: $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS) $(RCCL_NETCONF) $(RCCL_NETCONF_STATIC) \
       $(RCCL_STATS_STATIC)
@@ -278,6 +281,11 @@ unit-rccl-static: $(RCCL_NETCONF_STATIC) $(RCCL_STATS_STATIC)
 BENCH_RCCL ?= 1
 bench-rccl: vm-prereqs
 	@if [ "$(BENCH_RCCL)" = 1 ]; then bash $(TOP)/bench/rccl.sh; else echo "bench-rccl: skipped (BENCH_RCCL=$(BENCH_RCCL))"; fi
-bench: bench-rccl bench-rccl-host
+bench: bench-rccl bench-rccl-fused bench-rccl-host
+# Two cables (bench/rccl_fused.sh; results in bench/results/rccl-fused-*):
+# the all-reduce over the fused device against raw over both cables, a
+# channel per cable and one cable (BENCH_RCCL=0 skips it too)
+bench-rccl-fused: vm-prereqs
+	@if [ "$(BENCH_RCCL)" = 1 ]; then bash $(TOP)/bench/rccl_fused.sh; else echo "bench-rccl-fused: skipped (BENCH_RCCL=$(BENCH_RCCL))"; fi
 bench-rccl-host: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 	python3 $(TOP)/bench/rccl_host_lat.py --netconf $(RCCL_NETCONF)
