@@ -20,7 +20,8 @@
 # the devices themselves (with two kernel devices they wait on both
 # descriptors at once) on both machines. Last, the two cables fused into
 # one device (netconf --rails 2 --fuse: makeVDevice, as NCCL's NIC fusion
-# calls it): the conformance sequence and the benchmark over it, verified,
+# calls it): the conformance sequence (with DMA-buf registrations, which
+# the driver imports on both cables) and the benchmark over it, verified,
 # with both cables carrying their share of every large message.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
@@ -32,6 +33,8 @@ TAP_EXEC_TIMEOUT=900
 odl_need_build
 [ -x "$NETCONF" ] && [ -x "$STATS" ] ||
 	bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
+EXP_KO=$ODL_BUILD_DRIVER/odl_dmabuf_exp.ko
+[ -f "$EXP_KO" ] || bail_out "build/driver/odl_dmabuf_exp.ko missing: run 'make driver'"
 pair_up --links 2 --virtio-net
 
 # uuid V K: the UUID of guest V's controller on cable K (domain K)
@@ -101,8 +104,10 @@ for k in 0 1; do
 done
 for v in a b; do
 	odl_put $v && "$VMPAIR" put $v "$NETCONF" /tmp/netconf --mode 755 >/dev/null &&
-		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null && odl_load $v ||
-		bail_out "cannot load odl_tb5 on $v"
+		"$VMPAIR" put $v "$STATS" /tmp/rccl_stats --mode 755 >/dev/null &&
+		"$VMPAIR" put $v "$EXP_KO" /tmp/odl_dmabuf_exp.ko >/dev/null && odl_load $v &&
+		vm $v insmod /tmp/odl_dmabuf_exp.ko ||
+		bail_out "cannot load odl_tb5 and the DMA-buf test exporter on $v"
 done
 for v in a b; do
 	if wait_for "vm $v sh -c 'test -c /dev/odl_tb5_0 && test -c /dev/odl_tb5_1 &&
@@ -206,10 +211,15 @@ rails_pass "all-reduce benchmark with a channel on each cable, one thread drivin
 # the two cables fused into one device (makeVDevice, NCCL's NIC fusion):
 # the conformance sequence over it, then the benchmark; every message is
 # cut in two, one part per cable
+# (with DMA-bufs registered on both cables: from the kernel's system heap on
+# 6.12, else from the test exporter, as in net-plugin)
+exporter=odl
+kernel_at_least a 6 12 && exporter=heap
 tx0=$(cable_tx 0) tx1=$(cable_tx 1)
-rails_pass "a fused device of both cables: the conformance sequence over it, verified" \
-	fused.out 29532 "" "--rails 2 --fuse --quick --deadline 120 --call-bound 2" \
-	'all tests passed' '^# fused device|all tests passed'
+rails_pass "a fused device of both cables: the conformance sequence over it, DMA-bufs too, verified" \
+	fused.out 29532 "ODL_TB5_RCCL_DMABUF=1 NETCONF_DMABUF_EXPORTER=$exporter" \
+	"--rails 2 --fuse --quick --dmabuf --deadline 120 --call-bound 2" \
+	'all tests passed' '^# fused device|^# DMA-buf|all tests passed'
 rails_pass "all-reduce benchmark over the fused device, verified" \
 	fusedb.out 29533 "" "--rails 2 --fuse --bench 16777216 --channels 2 --iters 3 --deadline 120 --call-bound 2" \
 	'all-reduce benchmark, every iteration verified' '^# bench '

@@ -3975,14 +3975,21 @@ static struct vreq *vreq_get(struct odlp_vcomm *vc)
 	return q;
 }
 
-static bool vmr_ok(const struct odlp_vcomm *vc, const void *mh)
+/* mh is a fused comm's registration with vc's rails (or NULL), and
+ * [data, data + size) lies where a buffer of it may (as mr_ok and
+ * mr_cpu_addr judge for one cable: a DMA-buf's range is enforced) */
+static bool vmr_ok(const struct odlp_vcomm *vc, const void *mh, void *data, uint64_t size)
 {
+	void *cpu = data;
+
 	if (!mh)
 		return true;
-	if (is_vmr(mh) && ((const struct vmr *)mh)->n == vc->n)
-		return true;
-	WARN("memory handle %p was not registered with a fused comm of %d rails", mh, vc->n);
-	return false;
+	if (!is_vmr(mh) || ((const struct vmr *)mh)->n != vc->n) {
+		WARN("memory handle %p was not registered with a fused comm of %d rails", mh, vc->n);
+		return false;
+	}
+	return mr_ok(((const struct vmr *)mh)->mr[0], data, size) &&
+	       mr_cpu_addr(((const struct vmr *)mh)->mr[0], &cpu, size);
 }
 
 static ncclResult_t v_isend(void *comm, void *data, uint64_t size, int tag, void *mhandle,
@@ -3993,7 +4000,7 @@ static ncclResult_t v_isend(void *comm, void *data, uint64_t size, int tag, void
 	uint64_t R = 0;
 	struct vreq *q;
 
-	if (vc->kind != K_SEND || !request || (!data && size) || !vmr_ok(vc, mhandle))
+	if (vc->kind != K_SEND || !request || (!data && size) || !vmr_ok(vc, mhandle, data, size))
 		return fail(ncclInternalError);
 	for (int k = 0; k < vc->n; k++) {
 		uint64_t cap = 0;
@@ -4023,9 +4030,11 @@ static ncclResult_t v_isend(void *comm, void *data, uint64_t size, int tag, void
 		r = core_isend(vc->sub[k], data ? (char *)data + off : NULL, len, tag,
 			       vm ? vm->mr[k] : NULL, NULL, &q->sub[k]);
 		if (r || !q->sub[k]) {
-			/* the rails before k carry their parts; q stays taken
-			 * (until the comm is closed) */
+			/* the rails before k carry their parts: q stays taken
+			 * (until the comm is closed); with none, it is free */
 			WARN("isend: rail %d of %d %s", k, vc->n, r ? "failed" : "took no request");
+			if (k == 0)
+				__atomic_store_n(&q->in_use, 0, __ATOMIC_RELEASE);
 			return r ? r : fail(ncclInternalError);
 		}
 	}
@@ -4044,7 +4053,8 @@ static ncclResult_t v_irecv(void *comm, int n, void **data, const uint64_t *size
 	if (vc->kind != K_RECV || !request || n < 1 || n > MAX_RECVS || !data || !sizes || !tags)
 		return fail(ncclInternalError);
 	for (int i = 0; i < n; i++)
-		if (!vmr_ok(vc, mhandles ? mhandles[i] : NULL) || (!data[i] && sizes[i]))
+		if (!vmr_ok(vc, mhandles ? mhandles[i] : NULL, data[i], sizes[i]) ||
+		    (!data[i] && sizes[i]))
 			return fail(ncclInternalError);
 	q = vreq_get(vc);
 	if (!q) {
@@ -4067,6 +4077,8 @@ static ncclResult_t v_irecv(void *comm, int n, void **data, const uint64_t *size
 		r = core_irecv(vc->sub[k], n, dk, sk, tags, mhandles ? mk : NULL, NULL, &q->sub[k]);
 		if (r || !q->sub[k]) {
 			WARN("irecv: rail %d of %d %s", k, vc->n, r ? "failed" : "took no request");
+			if (k == 0) /* nothing posted */
+				__atomic_store_n(&q->in_use, 0, __ATOMIC_RELEASE);
 			return r ? r : fail(ncclInternalError);
 		}
 	}
