@@ -62,24 +62,18 @@ bench_init bench/rccl_fused.sh
 echo "bench/rccl_fused.sh: booting the pair (two usb4-nhi cables, virtio-net for the out-of-band channel)"
 bench_boot --links 2
 # both domains list their XDomain before the driver loads (odl-multilink)
-wait_xdomain a 120 && wait_xdomain b 120 &&
-	wait_for "va test -e /sys/bus/thunderbolt/devices/1-1/unique_id" 120 &&
-	wait_for "vb test -e /sys/bus/thunderbolt/devices/1-1/unique_id" 120 ||
+xdomain_on_both_links a && xdomain_on_both_links b ||
 	fail "the guests do not see each other on both cables"
 bench_guests
 for v in a b; do
-	wait_for "vm $v sh -c 'test -c /dev/odl_tb5_0 && test -c /dev/odl_tb5_1 &&
-		/tmp/odl_xfer info -d /dev/odl_tb5_0 | grep -q state=connected &&
-		/tmp/odl_xfer info -d /dev/odl_tb5_1 | grep -q state=connected'" 180 ||
-		fail "$v: two odl_tb5 devices did not connect"
+	odl_both_links_up $v || fail "$v: two odl_tb5 devices did not connect"
 done
 wait_for "va ping -c 1 -W 2 198.51.100.2" 60 || fail "virtio-net path does not ping"
 # ua[K], ub[K]: the UUID of a's and b's controller on cable K; each side
 # opens its end of cable K by the other side's UUID
 declare -a ua ub
 for k in 0 1; do
-	ua[k]=$(va cat /sys/bus/thunderbolt/devices/$k-0/unique_id) &&
-		ub[k]=$(vb cat /sys/bus/thunderbolt/devices/$k-0/unique_id) ||
+	ua[k]=$(ctl_uuid a $k) && ub[k]=$(ctl_uuid b $k) ||
 		fail "no controller UUID for cable $k"
 done
 

@@ -23,14 +23,10 @@
 # out-of-band channel is virtio-net, as in net-plugin. Needs `make driver rccl`.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-RCCL_BUILD=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}
-NETCONF=$RCCL_BUILD/netconf.static
-STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
 tap_plan 19
 tap_timeout 900
 odl_need_build
-[ -x "$NETCONF" ] && [ -x "$STATS" ] ||
-	bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
+rccl_need_build
 
 pair_up --virtio-net --mem 1024
 for v in a b; do
@@ -50,73 +46,20 @@ env="NETCONF_DEV=0 ODL_TB5_RCCL_PORT=78 ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000"
 args="--fail unplug --deadline 60 --call-bound 2"
 netconf_start a nf.out "$env" "--rank 0 --oob-listen 29520 $args"
 netconf_start b nf.out "$env" "--rank 1 --oob-connect 198.51.100.1:29520 $args"
-rx_mib() {
-	vm "$1" /tmp/rccl_stats --json 2>/dev/null |
-		python3 -c 'import json, sys; print(json.load(sys.stdin)["rx_bytes"] >> 20)' 2>/dev/null || echo 0
-}
-both() { vm a grep -q "$1" /tmp/nf.out && vm b grep -q "$1" /tmp/nf.out; }
-outputs() { echo "rank 0 (a):"; vm a cat /tmp/nf.out 2>&1 | tail -n 30; echo "rank 1 (b):"; vm b cat /tmp/nf.out 2>&1 | tail -n 30; }
-
-# round N, how the cable is pulled: "streaming" (mid-transfer, once a has
-# received 8 MiB more) or "quiet" (only unmatched receives posted)
-round() {
-	local n=$1 kind=$2 base
-	if wait_for "both '# fault: round $n $kind'" 180 2; then
-		base=$(rx_mib a)
-		if [ "$kind" = quiet ] || wait_for '[ "$(rx_mib a)" -ge $((base + 8)) ]' 120 2; then
-			"$VMPAIR" cable unplug >/dev/null
-			ok "round $n: both ranks $kind (a has received $(rx_mib a) MiB); cable pulled"
-		else
-			not_ok "round $n: both ranks $kind, data moving; cable pulled" "$(outputs)" "$(vm a /tmp/rccl_stats 2>&1)"
-		fi
-	else
-		not_ok "round $n: both ranks $kind; cable pulled" "$(outputs)"
-	fi
-	if wait_for "both 'fault: round $n link down handled' || vm a grep -q netconf-exit= /tmp/nf.out || vm b grep -q netconf-exit= /tmp/nf.out" 300 2 &&
-		both "fault: round $n link down handled"; then
-		ok "round $n: both ranks got NCCL errors, in-flight requests ended, new ones refused, close and deregMr worked" \
-			"$(vm a grep '^# fault: .* returned' /tmp/nf.out | tail -n 1)" "$(vm b grep '^# fault: .* returned' /tmp/nf.out | tail -n 1)"
-	else
-		not_ok "round $n: both ranks got NCCL errors, in-flight requests ended, new ones refused, close and deregMr worked" "$(outputs)"
-	fi
-	# the devices go with the cable (netconf lets go of them), then come back
-	if wait_for "! vm a test -e /dev/odl_tb5_0 && ! vm b test -e /dev/odl_tb5_0" 120; then
-		ok "round $n: both odl_tb5 devices went away with the cable"
-	else
-		not_ok "round $n: both odl_tb5 devices went away with the cable" "$(vm a ls /dev 2>&1 | grep odl)" "$("$VMPAIR" cable status)"
-	fi
-	"$VMPAIR" cable plug >/dev/null
-	if wait_for "both 'fault: round $n reconnected' || vm a grep -q netconf-exit= /tmp/nf.out || vm b grep -q netconf-exit= /tmp/nf.out" 400 2 &&
-		both "fault: round $n reconnected"; then
-		ok "round $n: after the replug both processes connected again, 0 B .. 4 MiB both ways verified" \
-			"$(vm a grep "^# fault: round $n device usable" /tmp/nf.out)" "$(vm b grep "^# fault: round $n device usable" /tmp/nf.out)"
-	else
-		not_ok "round $n: after the replug both processes connected again, 0 B .. 4 MiB both ways verified" "$(outputs)" "$("$VMPAIR" cable status)"
-	fi
-}
+PF_OUT=nf.out
+round() { plugin_unplug_round "$1" "$2" 0 /dev/odl_tb5_0 /dev/odl_tb5_0; }
 round 1 streaming
 round 2 quiet
 # round 3: the link stays up, rank 1's process goes (killed while both have
 # only unmatched receives posted): rank 0's keepalive must fail its waiting
 # comms with ncclRemoteError (ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000 here) and
 # leave the device usable
-if wait_for "both '# fault: round 3 quiet'" 180 2 && vm b sh -c 'kill -9 $(pidof netconf)'; then
-	ok "round 3: both ranks quiet; rank 1's process killed, the cable left in"
-else
-	not_ok "round 3: both ranks quiet; rank 1's process killed, the cable left in" "$(outputs)"
-fi
-if wait_for "both netconf-exit=" 120 2 &&
-	netconf_passed a nf.out 0 '^ok [0-9]+ - rank0: peer process gone with the link up'; then
-	ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, the device stayed usable; exited 0" \
-		"$(vm a grep '^# fault: ' /tmp/nf.out | tail -n 2)"
-else
-	not_ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, the device stayed usable; exited 0" "$(outputs)"
-fi
+plugin_peer_gone_round "the cable" "the device"
 if [ "$(vm a grep -cE '^ok [0-9]+ - rank0: (link failure|after the replug)' /tmp/nf.out)" = 4 ] &&
 	[ "$(vm b grep -cE '^ok [0-9]+ - rank1: (link failure|after the replug)' /tmp/nf.out)" = 4 ]; then
 	ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)"
 else
-	not_ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)" "$(outputs)"
+	not_ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)" "$(pf_outputs)"
 fi
 # round 4: one process on a, two on b, each taking the first free port
 # (78 and 79 on b); the one on 79 posts receives and stops itself
@@ -154,12 +97,8 @@ else
 fi
 vm b sh -c 'kill -9 $(pidof netconf)' >/dev/null 2>&1
 wait_for "vm b grep -q netconf-exit= /tmp/n4s.out" 60 2
-sa=$(vm a /tmp/rccl_stats --json 2>&1)
-sb=$(vm b /tmp/rccl_stats --json 2>&1)
-if res=$(python3 -c '
-import json, sys
-for n, t in (("a", sys.argv[1]), ("b", sys.argv[2])):
-    s = json.loads(t)
+rccl_stats_eval "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed; no process left alive" '
+for n, s in (("a", a), ("b", b)):
     assert s["revivals"] >= 2, "%s: revivals %d" % (n, s["revivals"])
     if n == "a":
         assert s["pings"] >= 2 and s["peer_lost"] >= 4, "a: pings %d peer_lost %d" % (s["pings"], s["peer_lost"])
@@ -167,11 +106,6 @@ for n, t in (("a", sys.argv[1]), ("b", sys.argv[2])):
     # b: two processes were killed (rounds 3 and 4): not alive, whatever
     # procs_attached says since the last detach there
     assert s["procs_live"] == 0, "%s: procs_live %d" % (n, s["procs_live"])
-    print("%s: revivals %d, pings %d, peer_lost %d, errors %d, tx %d rx %d bytes" % (n, s["revivals"], s["pings"], s["peer_lost"], s["errors"], s["tx_bytes"], s["rx_bytes"]))
-' "$sa" "$sb" 2>&1); then
-	ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed; no process left alive" "$res"
-else
-	not_ok "statistics: both count the two revivals; a the keepalive's PINGs and the comms it failed; no process left alive" "$res" "a: $sa" "b: $sb"
-fi
+    print("%s: revivals %d, pings %d, peer_lost %d, errors %d, tx %d rx %d bytes" % (n, s["revivals"], s["pings"], s["peer_lost"], s["errors"], s["tx_bytes"], s["rx_bytes"]))'
 odl_check_clean
 tap_done

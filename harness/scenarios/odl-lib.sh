@@ -219,22 +219,140 @@ netconf_passed() {
 		vm "$1" grep -q '^netconf-exit=0$' "/tmp/$2" && vm "$1" grep -qE "$4" "/tmp/$2"
 }
 
-# rccl_stats_check NAME PYTHON [ARG...]: the net plugin's statistics of both
-# guests (/tmp/rccl_stats --json) as a and b: ok NAME when a's TX is b's RX
-# and the other way round, neither side counted link errors, and PYTHON
-# (more asserts, then a print of what to show with ok; the ARGs from
-# sys.argv[3]) passes
-rccl_stats_check() {
+# rccl_stats_eval NAME PYTHON [ARG...]: the net plugin's statistics of
+# both guests (/tmp/rccl_stats --json) as a and b (dicts): ok NAME when
+# PYTHON (asserts, then a print of what to show with ok; the ARGs from
+# sys.argv[3]) passes, else not_ok with both files
+rccl_stats_eval() {
 	local sa sb res
 	sa=$(vm a /tmp/rccl_stats --json 2>&1)
 	sb=$(vm b /tmp/rccl_stats --json 2>&1)
 	if res=$(python3 -c 'import json, sys
 a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
-assert a["err_link"] == 0 and b["err_link"] == 0, "link errors"
 '"$2" "$sa" "$sb" "${@:3}" 2>&1); then
 		ok "$1" "$res"
 	else
 		not_ok "$1" "$res" "a: $sa" "b: $sb"
 	fi
+}
+# rccl_stats_check NAME PYTHON [ARG...]: rccl_stats_eval, and a's TX is b's
+# RX and the other way round, and neither side counted link errors
+rccl_stats_check() {
+	rccl_stats_eval "$1" 'assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
+assert a["err_link"] == 0 and b["err_link"] == 0, "link errors"
+'"$2" "${@:3}"
+}
+
+# The net plugin under a pulled cable (netconf --fail unplug; see
+# t_link_failure in rccl/tests/netconf.c). PF_OUT: the file (in /tmp of
+# both guests) the two ranks write to.
+# pf_rx_mib GUEST: MiB the plugin received there so far (its statistics)
+pf_rx_mib() {
+	vm "$1" /tmp/rccl_stats --json 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["rx_bytes"] >> 20)' 2>/dev/null || echo 0
+}
+# pf_both PATTERN: both ranks printed it
+pf_both() { vm a grep -q "$1" "/tmp/$PF_OUT" && vm b grep -q "$1" "/tmp/$PF_OUT"; }
+pf_outputs() {
+	echo "rank 0 (a):"; vm a cat "/tmp/$PF_OUT" 2>&1 | tail -n 30
+	echo "rank 1 (b):"; vm b cat "/tmp/$PF_OUT" 2>&1 | tail -n 30
+}
+# plugin_peer_gone_round CABLES DEVICE: round 3 of netconf's --fail
+# unplug: once both ranks are quiet, rank 1's process is killed with the
+# cables left in (CABLES: "the cable", "both cables"); rank 0's keepalive
+# must fail its comms with ncclRemoteError and find DEVICE ("the device")
+# usable, and it must exit 0. Two checks.
+plugin_peer_gone_round() {
+	if wait_for "pf_both '# fault: round 3 quiet'" 180 2 && vm b sh -c 'kill -9 $(pidof netconf)'; then
+		ok "round 3: both ranks quiet; rank 1's process killed, $1 left in"
+	else
+		not_ok "round 3: both ranks quiet; rank 1's process killed, $1 left in" "$(pf_outputs)"
+	fi
+	if wait_for "pf_both netconf-exit=" 120 2 &&
+		netconf_passed a "$PF_OUT" 0 '^ok [0-9]+ - rank0: peer process gone with the link up'; then
+		ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, $2 stayed usable; exited 0" \
+			"$(vm a grep '^# fault: ' "/tmp/$PF_OUT" | tail -n 2)"
+	else
+		not_ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, $2 stayed usable; exited 0" "$(pf_outputs)"
+	fi
+}
+# plugin_unplug_round N KIND LINK DEV_A DEV_B: round N of netconf's
+# --fail unplug, pulling cable LINK: when both ranks are at the round
+# ("streaming": once a has received 8 MiB more; "quiet": only unmatched
+# receives posted) the cable is pulled; both must report the failure as
+# handled, a's DEV_A and b's DEV_B (the cable's device nodes) go away, and
+# after the replug both must report the round's reconnection. Four checks.
+plugin_unplug_round() {
+	local n=$1 kind=$2 link=$3 da=$4 db=$5 base out=/tmp/$PF_OUT
+	if wait_for "pf_both '# fault: round $n $kind'" 180 2; then
+		base=$(pf_rx_mib a)
+		if [ "$kind" = quiet ] || wait_for '[ "$(pf_rx_mib a)" -ge $((base + 8)) ]' 120 2; then
+			"$VMPAIR" cable --link "$link" unplug >/dev/null
+			ok "round $n: both ranks $kind (a has received $(pf_rx_mib a) MiB); cable $link pulled"
+		else
+			not_ok "round $n: both ranks $kind, data moving; cable $link pulled" "$(pf_outputs)" "$(vm a /tmp/rccl_stats 2>&1)"
+		fi
+	else
+		not_ok "round $n: both ranks $kind; cable $link pulled" "$(pf_outputs)"
+	fi
+	if wait_for "pf_both 'fault: round $n link down handled' || vm a grep -q netconf-exit= $out || vm b grep -q netconf-exit= $out" 300 2 &&
+		pf_both "fault: round $n link down handled"; then
+		ok "round $n: both ranks got NCCL errors, in-flight requests ended, new ones refused, close and deregMr worked" \
+			"$(vm a grep '^# fault: .* returned' "$out" | tail -n 1)" "$(vm b grep '^# fault: .* returned' "$out" | tail -n 1)"
+	else
+		not_ok "round $n: both ranks got NCCL errors, in-flight requests ended, new ones refused, close and deregMr worked" "$(pf_outputs)"
+	fi
+	# the devices go with the cable (netconf lets go of them), then come back
+	if wait_for "! vm a test -e $da && ! vm b test -e $db" 120; then
+		ok "round $n: the odl_tb5 devices of cable $link ($da on a, $db on b) went away with it"
+	else
+		not_ok "round $n: the odl_tb5 devices of cable $link ($da on a, $db on b) went away with it" \
+			"$(vm a ls /dev 2>&1 | grep odl)" "$("$VMPAIR" cable --link "$link" status)"
+	fi
+	"$VMPAIR" cable --link "$link" plug >/dev/null
+	if wait_for "pf_both 'fault: round $n reconnected' || vm a grep -q netconf-exit= $out || vm b grep -q netconf-exit= $out" 400 2 &&
+		pf_both "fault: round $n reconnected"; then
+		ok "round $n: after the replug both processes connected again, 0 B .. 4 MiB both ways verified" \
+			"$(vm a grep "^# fault: round $n device usable" "$out")" "$(vm b grep "^# fault: round $n device usable" "$out")"
+	else
+		not_ok "round $n: after the replug both processes connected again, 0 B .. 4 MiB both ways verified" "$(pf_outputs)" "$("$VMPAIR" cable --link "$link" status)"
+	fi
+}
+
+# Pairs cabled more than once (vmpair up --links N): a controller per cable.
+# ctl_uuid V K: the UUID of guest V's controller on cable K (domain K)
+ctl_uuid() {
+	vm "$1" cat "/sys/bus/thunderbolt/devices/$2-0/unique_id"
+}
+# odl_dev_for V K: guest V's odl_tb5 device node whose peer is the other
+# guest's controller on cable K
+odl_dev_for() {
+	local w u
+	[ "$1" = a ] && w=b || w=a
+	u=$(ctl_uuid $w "$2") || return 1
+	vm "$1" sh -c 'for d in /dev/odl_tb5_*; do
+		/tmp/odl_xfer info -d $d 2>/dev/null | grep -qx "peer_uuid=$0" && { echo $d; exit 0; }
+	done; exit 1' "$u"
+}
+
+# rccl_need_build: NETCONF and STATS, the static net plugin harness and
+# statistics reader the scenarios copy into the guests (RCCL_BUILD, or
+# build/rccl); bails out when they are not built
+rccl_need_build() {
+	local b=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}
+	NETCONF=$b/netconf.static
+	STATS=$b/odl_tb5_rccl_stats.static
+	[ -x "$NETCONF" ] && [ -x "$STATS" ] ||
+		bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
+}
+# xdomain_on_both_links V: guest V's two domains (vmpair up --links 2) list
+# the peer as XDomain (wait before the driver loads)
+xdomain_on_both_links() {
+	wait_xdomain "$1" 120 && wait_for "vm $1 test -e /sys/bus/thunderbolt/devices/1-1/unique_id" 120
+}
+# odl_both_links_up V: guest V has two odl_tb5 devices, both logged in
+odl_both_links_up() {
+	wait_for "vm $1 sh -c 'test -c /dev/odl_tb5_0 && test -c /dev/odl_tb5_1 &&
+		/tmp/odl_xfer info -d /dev/odl_tb5_0 | grep -q state=connected &&
+		/tmp/odl_xfer info -d /dev/odl_tb5_1 | grep -q state=connected'" 180
 }

@@ -25,32 +25,15 @@
 # with both cables carrying their share of every large message.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-NETCONF=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}/netconf.static
-STATS=${RCCL_BUILD:-$SCEN_DIR/../../build/rccl}/odl_tb5_rccl_stats.static
 tap_plan 23
 tap_timeout 1800
 TAP_EXEC_TIMEOUT=900
 odl_need_build
-[ -x "$NETCONF" ] && [ -x "$STATS" ] ||
-	bail_out "build/rccl/netconf.static or odl_tb5_rccl_stats.static missing: run 'make rccl'"
+rccl_need_build
 EXP_KO=$ODL_BUILD_DRIVER/odl_dmabuf_exp.ko
 [ -f "$EXP_KO" ] || bail_out "build/driver/odl_dmabuf_exp.ko missing: run 'make driver'"
 pair_up --links 2 --virtio-net
 
-# uuid V K: the UUID of guest V's controller on cable K (domain K)
-uuid() {
-	vm "$1" cat "/sys/bus/thunderbolt/devices/$2-0/unique_id"
-}
-# dev_for V K: guest V's odl_tb5 device node whose peer is the other
-# guest's controller on cable K
-dev_for() {
-	local w u
-	[ "$1" = a ] && w=b || w=a
-	u=$(uuid $w "$2") || return 1
-	vm "$1" sh -c 'for d in /dev/odl_tb5_*; do
-		/tmp/odl_xfer info -d $d 2>/dev/null | grep -qx "peer_uuid=$0" && { echo $d; exit 0; }
-	done; exit 1' "$u"
-}
 # cable_tx K: bytes a sent into cable K
 cable_tx() {
 	"$VMPAIR" cable --link "$1" status | python3 -c 'import json, sys
@@ -62,7 +45,7 @@ print(json.load(sys.stdin)["ends"]["a"]["tx_bytes"])'
 bw_start() {
 	local k=$1 ua ub
 	shift
-	ua=$(uuid a "$k") && ub=$(uuid b "$k") || return 1
+	ua=$(ctl_uuid a "$k") && ub=$(ctl_uuid b "$k") || return 1
 	vm b sh -c "rm -f /tmp/srv$k.log; setsid /tmp/odl_tb5_cli --server --device $ua --timeout 60000 > /tmp/srv$k.log 2>&1 < /dev/null &" ||
 		return 1
 	wait_for "vm b grep -q 'waiting for a client' /tmp/srv$k.log" 60 || return 1
@@ -78,7 +61,7 @@ cli_time() {
 # and the server verified everything
 bw_wait() {
 	wait_for "vm a grep -q cli-exit= /tmp/cli$1.log" 900 2 &&
-		wait_for "! vm b pgrep -f 'odl_tb5_cli --server --device $(uuid a "$1")'" 120 2 &&
+		wait_for "! vm b pgrep -f 'odl_tb5_cli --server --device $(ctl_uuid a "$1")'" 120 2 &&
 		vm a grep -q '^cli-exit=0$' "/tmp/cli$1.log" &&
 		vm b grep -q 'all data verified' "/tmp/srv$1.log"
 }
@@ -91,7 +74,7 @@ bw_logs() {
 
 # both domains must list their XDomain before the driver loads (odl_load)
 for v in a b; do
-	if wait_xdomain $v 120 && wait_for "vm $v test -e /sys/bus/thunderbolt/devices/1-1/unique_id" 120; then
+	if xdomain_on_both_links $v; then
 		ok "$v: a domain per controller, each with the peer as XDomain (0-1, 1-1)"
 	else
 		not_ok "$v: a domain per controller, each with the peer as XDomain (0-1, 1-1)" \
@@ -99,7 +82,7 @@ for v in a b; do
 	fi
 done
 for k in 0 1; do
-	is "$(vm a cat /sys/bus/thunderbolt/devices/$k-1/unique_id)" "$(uuid b $k)" \
+	is "$(vm a cat /sys/bus/thunderbolt/devices/$k-1/unique_id)" "$(ctl_uuid b $k)" \
 		"cable $k: a's XDomain $k-1 is b's controller $k-0"
 done
 for v in a b; do
@@ -110,18 +93,15 @@ for v in a b; do
 		bail_out "cannot load odl_tb5 and the DMA-buf test exporter on $v"
 done
 for v in a b; do
-	if wait_for "vm $v sh -c 'test -c /dev/odl_tb5_0 && test -c /dev/odl_tb5_1 &&
-		/tmp/odl_xfer info -d /dev/odl_tb5_0 | grep -q state=connected &&
-		/tmp/odl_xfer info -d /dev/odl_tb5_1 | grep -q state=connected'" 180 &&
-		dev_for $v 0 >/dev/null && dev_for $v 1 >/dev/null && [ "$(dev_for $v 0)" != "$(dev_for $v 1)" ]; then
+	if odl_both_links_up $v && odl_dev_for $v 0 >/dev/null && odl_dev_for $v 1 >/dev/null && [ "$(odl_dev_for $v 0)" != "$(odl_dev_for $v 1)" ]; then
 		ok "$v: two odl_tb5 devices, both logged in, one per link (by peer UUID)" \
-			"link 0: $(dev_for $v 0), link 1: $(dev_for $v 1)"
+			"link 0: $(odl_dev_for $v 0), link 1: $(odl_dev_for $v 1)"
 	else
 		not_ok "$v: two odl_tb5 devices, both logged in, one per link (by peer UUID)" \
 			"$(vm $v sh -c 'for d in /dev/odl_tb5_*; do echo $d; /tmp/odl_xfer info -d $d; done' 2>&1)"
 	fi
 done
-dev1_a=$(dev_for a 1)
+dev1_a=$(odl_dev_for a 1)
 
 # both links at once
 tx0=$(cable_tx 0) tx1=$(cable_tx 1)
@@ -161,13 +141,13 @@ wait_for "! vm b pgrep odl_tb5_cli" 120
 wait_for "! vm a test -e $dev1_a" 60
 "$VMPAIR" cable --link 1 plug >/dev/null
 if wait_for "vm a sh -c '/tmp/odl_xfer info -d $dev1_a | grep -q state=connected'" 180 &&
-	[ "$(dev_for a 1)" = "$dev1_a" ]; then
+	[ "$(odl_dev_for a 1)" = "$dev1_a" ]; then
 	ok "cable 1 replugged: a's device for it is back as $dev1_a and logged in"
 else
 	not_ok "cable 1 replugged: a's device for it is back as $dev1_a and logged in" \
 		"$(vm a sh -c 'for d in /dev/odl_tb5_*; do echo $d; /tmp/odl_xfer info -d $d; done' 2>&1)"
 fi
-wait_for "vm b sh -c '/tmp/odl_xfer info -d $(dev_for b 1) | grep -q state=connected'" 180
+wait_for "vm b sh -c '/tmp/odl_xfer info -d $(odl_dev_for b 1) | grep -q state=connected'" 180
 bw_start 1 --iterations 64 || bail_out "cannot start the transfer" "$(bw_logs 1)"
 if bw_wait 1; then
 	ok "after the replug cable 1 carries 64 x 1 MiB again, verified" "$(vm a grep -A1 '#bytes' /tmp/cli1.log)"

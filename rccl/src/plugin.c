@@ -3959,6 +3959,22 @@ static int rail_cts(struct odlp_comm *c, int tag, uint64_t *cap, ncclResult_t *e
 }
 
 /* a free request of vc (test() frees one in any thread) */
+/* the first error of vc's rails (a failed link, a peer gone): a fused comm
+ * works only while all of them do */
+static ncclResult_t rails_state(const struct odlp_vcomm *vc)
+{
+	ncclResult_t res = ncclSuccess;
+
+	for (int k = 0; k < vc->n && res == ncclSuccess; k++) {
+		struct odlp_comm *c = vc->sub[k];
+
+		pthread_mutex_lock(&c->dev->mu);
+		res = comm_state_err(c);
+		pthread_mutex_unlock(&c->dev->mu);
+	}
+	return res;
+}
+
 static struct vreq *vreq_get(struct odlp_vcomm *vc)
 {
 	struct vreq *q = NULL;
@@ -4000,21 +4016,25 @@ static ncclResult_t v_isend(void *comm, void *data, uint64_t size, int tag, void
 	uint64_t R = 0;
 	struct vreq *q;
 
+	bool missing = false;
+	ncclResult_t err;
+
 	if (vc->kind != K_SEND || !request || (!data && size) || !vmr_ok(vc, mhandle, data, size))
 		return fail(ncclInternalError);
 	for (int k = 0; k < vc->n; k++) {
 		uint64_t cap = 0;
-		ncclResult_t err;
 		int got = rail_cts(vc->sub[k], tag, &cap, &err);
 
 		if (got < 0)
-			return fail(err);
-		if (got == 0) { /* the receive is not posted on every rail yet */
+			return fail(err); /* any rail failed: the comm has */
+		if (got == 0) /* the receive is not posted on this rail yet */
 			try_progress(((struct odlp_comm *)vc->sub[k])->dev);
-			STAT_ADD(null_requests, 1);
-			return ncclSuccess;
-		}
+		missing |= got == 0;
 		R += cap;
+	}
+	if (missing) {
+		STAT_ADD(null_requests, 1);
+		return ncclSuccess;
 	}
 	q = vreq_get(vc);
 	if (!q) {
@@ -4049,6 +4069,7 @@ static ncclResult_t v_irecv(void *comm, int n, void **data, const uint64_t *size
 {
 	struct odlp_vcomm *vc = comm;
 	struct vreq *q;
+	ncclResult_t res;
 
 	if (vc->kind != K_RECV || !request || n < 1 || n > MAX_RECVS || !data || !sizes || !tags)
 		return fail(ncclInternalError);
@@ -4056,6 +4077,9 @@ static ncclResult_t v_irecv(void *comm, int n, void **data, const uint64_t *size
 		if (!vmr_ok(vc, mhandles ? mhandles[i] : NULL, data[i], sizes[i]) ||
 		    (!data[i] && sizes[i]))
 			return fail(ncclInternalError);
+	res = rails_state(vc); /* before any rail posts its part */
+	if (res != ncclSuccess)
+		return fail(res);
 	q = vreq_get(vc);
 	if (!q) {
 		STAT_ADD(null_requests, 1);
