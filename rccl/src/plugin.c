@@ -4339,8 +4339,9 @@ static ncclResult_t v8_props(int dev, ncclNetProperties_v8_t *p)
 
 /*
  * The body of getProperties for v9 and later (their fields up to
- * maxCollBytes are the same): from core_props(), with one physical device
- * per plugin device and 1 GiB transfers at most. Returns on an error.
+ * maxCollBytes are the same): from core_props(), vProps the device itself
+ * (a fused device: its cables) and 1 GiB transfers at most. Returns on an
+ * error.
  */
 #define PROPS_V9_BODY(dev, p)                                          \
 	ncclNetProperties_v7_t q_;                                     \
