@@ -538,7 +538,6 @@ struct odlp_dev {
 #define VCOMM_MAGIC 0x4f444356u	 /* "ODCV" */
 #define VREQ_MAGIC 0x4f445256u	 /* "ODRV" */
 #define VMR_MAGIC 0x4f444d56u	 /* "ODMV" */
-#define VSTAGE_MAGIC 0x4f445356u /* "ODSV" */
 #define VHANDLE_MAGIC 0x564254444c4f4e48ULL
 static bool is_vcomm(const void *p);
 static bool is_vreq(const void *p);
@@ -2378,6 +2377,35 @@ static bool valid_comm(void *p, enum comm_kind k)
 }
 
 /*
+ * The device, other than skip, whose peer controller's UUID begins with the
+ * n bytes at uuid (its whole UUID to full unless NULL); NULL: none. refresh:
+ * ask the library first where a device's peer is not known yet.
+ */
+static struct odlp_dev *dev_reaching(const uint8_t *uuid, size_t n, const struct odlp_dev *skip,
+				     bool refresh, uint8_t *full)
+{
+	static const uint8_t zero[16];
+
+	for (int i = 0; i < g_ndev; i++) {
+		struct odlp_dev *e = &g_devs[i];
+		bool match;
+
+		if (e == skip)
+			continue;
+		pthread_mutex_lock(&e->mu);
+		if (refresh && !e->dead && memcmp(e->info.peer_uuid, zero, 16) == 0)
+			odl_tb5_info(e->h, &e->info); /* the peer may have attached since */
+		match = memcmp(e->info.peer_uuid, uuid, n) == 0;
+		if (match && full)
+			memcpy(full, e->info.peer_uuid, 16);
+		pthread_mutex_unlock(&e->mu);
+		if (match)
+			return e;
+	}
+	return NULL;
+}
+
+/*
  * Several cables to one peer machine (one controller per cable on each
  * side) are several devices, and the two machines number them in the order
  * their links came up: device 0 here need not be the cable to the peer's
@@ -2389,6 +2417,7 @@ static bool valid_comm(void *p, enum comm_kind k)
 static struct odlp_dev *route_dev(struct odlp_dev *d, const uint8_t *listener_uuid)
 {
 	static const uint8_t zero[16];
+	struct odlp_dev *e;
 	bool here;
 
 	pthread_mutex_lock(&d->mu);
@@ -2397,19 +2426,8 @@ static struct odlp_dev *route_dev(struct odlp_dev *d, const uint8_t *listener_uu
 	pthread_mutex_unlock(&d->mu);
 	if (here)
 		return d;
-	for (int i = 0; i < g_ndev; i++) {
-		struct odlp_dev *e = &g_devs[i];
-		bool match;
-
-		if (e == d)
-			continue;
-		pthread_mutex_lock(&e->mu);
-		match = memcmp(e->info.peer_uuid, listener_uuid, 16) == 0;
-		pthread_mutex_unlock(&e->mu);
-		if (match)
-			return e;
-	}
-	return d;
+	e = dev_reaching(listener_uuid, 16, d, false, NULL);
+	return e ? e : d;
 }
 
 static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
@@ -2421,8 +2439,8 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 
 	if (sendComm)
 		*sendComm = NULL;
-	if (!d && vdev_physical(dev) >= 0) /* a fused device: a plain handle */
-		d = asked = get_dev(vdev_physical(dev)); /* goes over one cable */
+	if (!d) /* a fused device: a plain handle goes over one cable */
+		d = asked = get_dev(vdev_physical(dev));
 	if (!d || !handle || !sendComm)
 		return fail(ncclInternalError);
 	if (hd->magic == VHANDLE_MAGIC) /* the listener fused its cables */
@@ -3366,7 +3384,6 @@ struct vmr {
 
 /* a fused connect in progress (the handle's stage points here) */
 struct vstage {
-	uint32_t magic;
 	int n;
 	int dev[VDEV_RAILS];		  /* the device of each rail */
 	struct odl_handle h[VDEV_RAILS]; /* each rail's plain handle (with its stage) */
@@ -3421,7 +3438,7 @@ static int vdev_physical(int dev)
 	return vdev_get(dev, &v) ? v.devs[0] : -1;
 }
 
-static ncclResult_t make_vdevice(int *d, int ndevs, const int *devs, int max)
+static ncclResult_t make_vdevice(int *d, int ndevs, const int *devs)
 {
 	ncclResult_t res = ncclSuccess;
 	struct odlp_vdev v = { 0 };
@@ -3435,7 +3452,7 @@ static ncclResult_t make_vdevice(int *d, int ndevs, const int *devs, int max)
 		res = ncclInternalError;
 		goto out;
 	}
-	if (ndevs < 1 || ndevs > max || ndevs > VDEV_RAILS) {
+	if (ndevs < 1 || ndevs > VDEV_RAILS) { /* v12's 8 do not fit the handle */
 		WARN("makeVDevice: %d devices; a fused device has 1 to %d", ndevs, VDEV_RAILS);
 		res = ncclInvalidUsage;
 		goto out;
@@ -3483,7 +3500,7 @@ static ncclResult_t v9_make_vdevice(int *d, ncclNetVDeviceProps_v9_t *p)
 			*d = -1;
 		return fail(ncclInternalError);
 	}
-	return make_vdevice(d, p->ndevs, p->devs, NCCL_NET_MAX_DEVS_PER_NIC_V9);
+	return make_vdevice(d, p->ndevs, p->devs);
 }
 
 static ncclResult_t v12_make_vdevice(int *d, ncclNetVDeviceProps_v12_t *p)
@@ -3493,7 +3510,7 @@ static ncclResult_t v12_make_vdevice(int *d, ncclNetVDeviceProps_v12_t *p)
 			*d = -1;
 		return fail(ncclInternalError);
 	}
-	return make_vdevice(d, p->ndevs, p->devs, NCCL_NET_MAX_DEVS_PER_NIC_V12);
+	return make_vdevice(d, p->ndevs, p->devs);
 }
 
 /* a fused device's properties: its members' added up */
@@ -3668,28 +3685,6 @@ static ncclResult_t v_listen(int dev, void *handle, void **listenComm)
 	return ncclSuccess;
 }
 
-/* the device here that reaches the controller whose UUID begins with
- * uuid8 (its full UUID to *uuid), -1 none */
-static int rail_dev(const uint8_t *uuid8, uint8_t *uuid)
-{
-	for (int i = 0; i < g_ndev; i++) {
-		static const uint8_t zero[16];
-		struct odlp_dev *e = &g_devs[i];
-		bool match;
-
-		pthread_mutex_lock(&e->mu);
-		if (!e->dead && memcmp(e->info.peer_uuid, zero, 16) == 0)
-			odl_tb5_info(e->h, &e->info); /* the peer may have attached since */
-		match = memcmp(e->info.peer_uuid, uuid8, 8) == 0;
-		if (match)
-			memcpy(uuid, e->info.peer_uuid, 16);
-		pthread_mutex_unlock(&e->mu);
-		if (match)
-			return i;
-	}
-	return -1;
-}
-
 static void vstage_unlink(struct vstage *st)
 {
 	pthread_mutex_lock(&g_mu);
@@ -3699,7 +3694,6 @@ static void vstage_unlink(struct vstage *st)
 			break;
 		}
 	pthread_mutex_unlock(&g_mu);
-	st->magic = 0;
 	free(st);
 }
 
@@ -3735,12 +3729,14 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return fail(ncclSystemError);
-		st->magic = VSTAGE_MAGIC;
 		st->n = n;
 		for (int k = 0; k < n; k++) {
 			struct odl_handle *h = &st->h[k];
 
-			st->dev[k] = rail_dev(vh->rail[k].uuid8, h->listener_uuid);
+			const struct odlp_dev *e = dev_reaching(vh->rail[k].uuid8, 8, NULL, true,
+								h->listener_uuid);
+
+			st->dev[k] = e ? e->index : -1;
 			for (int j = 0; j < k && st->dev[k] >= 0; j++)
 				if (st->dev[j] == st->dev[k])
 					st->dev[k] = -1;

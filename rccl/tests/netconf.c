@@ -523,10 +523,10 @@ static void n_finalize_all(void)
 static ncclResult_t n_devices(int *n) { return T7->devices(n); }
 
 #define RAILS_MAX 4
-/* --fuse: the fused device made of the --rails devices (t_fuse), its
- * members in the order given; -1 before */
+/* --fuse: the fused device made of the --rails devices 0..g_fuse_n-1, in
+ * that order (t_fuse); -1 before */
 static int g_fuse;
-static int g_fuse_dev = -1, g_fuse_n, g_fuse_members[RAILS_MAX];
+static int g_fuse_dev = -1, g_fuse_n;
 
 /* getProperties' vProps of device dev: itself, or a fused device's members */
 static bool vprops_ok(int dev, int n, const int *devs)
@@ -536,7 +536,7 @@ static bool vprops_ok(int dev, int n, const int *devs)
 	if (n != g_fuse_n)
 		return false;
 	for (int k = 0; k < n; k++)
-		if (devs[k] != g_fuse_members[k])
+		if (devs[k] != k)
 			return false;
 	return true;
 }
@@ -2411,7 +2411,6 @@ static int t_fuse(int ndev)
 	CHECK(n_make(&d2, 2, again) == ncclInvalidUsage, "a fused device fused again");
 	g_fuse_dev = d;
 	g_fuse_n = ndev;
-	memcpy(g_fuse_members, all, sizeof(all));
 	OKR(n_props(d, &p), "getProperties(fused)"); /* vProps checked in n_props */
 	int speed = 0;
 	float lat = 0;
