@@ -54,12 +54,8 @@ netconf_start b $PF_OUT "$env" "--rank 1 --oob-connect 198.51.100.1:29540 $args"
 plugin_unplug_round 1 streaming 1 "${da[1]}" "${db[1]}"
 plugin_unplug_round 2 quiet 0 "${da[0]}" "${db[0]}"
 plugin_peer_gone_round "both cables" "the fused device"
-if [ "$(vm a grep -cE '^ok [0-9]+ - rank0: (fuse:|link failure|after the replug)' /tmp/$PF_OUT)" = 5 ] &&
-	[ "$(vm b grep -cE '^ok [0-9]+ - rank1: (fuse:|link failure|after the replug)' /tmp/$PF_OUT)" = 5 ]; then
-	ok "both processes made the fused device and passed every step of rounds 1 and 2 (two failures, two reconnections)"
-else
-	not_ok "both processes made the fused device and passed every step of rounds 1 and 2 (two failures, two reconnections)" "$(pf_outputs)"
-fi
+plugin_steps_passed "both processes made the fused device and passed every step of rounds 1 and 2 (two failures, two reconnections)" \
+	'fuse:|link failure|after the replug' 5
 rccl_stats_eval "statistics: both count a revival per pulled cable and the fused traffic; a the comms its keepalive failed; no process left alive" '
 for n, s in (("a", a), ("b", b)):
     assert s["revivals"] >= 2, "%s: revivals %d" % (n, s["revivals"])

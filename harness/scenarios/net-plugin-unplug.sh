@@ -55,12 +55,8 @@ round 2 quiet
 # comms with ncclRemoteError (ODL_TB5_RCCL_PEER_TIMEOUT_MS=4000 here) and
 # leave the device usable
 plugin_peer_gone_round "the cable" "the device"
-if [ "$(vm a grep -cE '^ok [0-9]+ - rank0: (link failure|after the replug)' /tmp/nf.out)" = 4 ] &&
-	[ "$(vm b grep -cE '^ok [0-9]+ - rank1: (link failure|after the replug)' /tmp/nf.out)" = 4 ]; then
-	ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)"
-else
-	not_ok "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)" "$(pf_outputs)"
-fi
+plugin_steps_passed "both processes passed every step of rounds 1 and 2 (two failures, two reconnections)" \
+	'link failure|after the replug' 4
 # round 4: one process on a, two on b, each taking the first free port
 # (78 and 79 on b); the one on 79 posts receives and stops itself
 # (SIGSTOP) while the one on 78 keeps exchanging verified data with a's:

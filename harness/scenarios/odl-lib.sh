@@ -276,6 +276,16 @@ plugin_peer_gone_round() {
 		not_ok "round 3: rank 0 got ncclRemoteError from the keepalive, closed cleanly, $2 stayed usable; exited 0" "$(pf_outputs)"
 	fi
 }
+# plugin_steps_passed NAME STEPS N: ok NAME when each rank printed N
+# passes whose text matches STEPS (grep -E) in /tmp/$PF_OUT
+plugin_steps_passed() {
+	if [ "$(vm a grep -cE "^ok [0-9]+ - rank0: ($2)" "/tmp/$PF_OUT")" = "$3" ] &&
+		[ "$(vm b grep -cE "^ok [0-9]+ - rank1: ($2)" "/tmp/$PF_OUT")" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1" "$(pf_outputs)"
+	fi
+}
 # plugin_unplug_round N KIND LINK DEV_A DEV_B: round N of netconf's
 # --fail unplug, pulling cable LINK: when both ranks are at the round
 # ("streaming": once a has received 8 MiB more; "quiet": only unmatched
