@@ -3,7 +3,7 @@
 # probe: the stock thunderbolt driver binds the emulated NHI, the software
 # connection manager creates domain0 and the host router, dmesg is clean.
 . "$(dirname "$0")/common.sh"
-tap_plan 11
+tap_plan 13
 tap_timeout 900
 pair_up
 for v in a b; do
@@ -26,8 +26,9 @@ else
 	not_ok "host routers have distinct UUIDs" "a=$a_uid b=$b_uid"
 fi
 # Under TCG the stall detectors wait three times their default (vmpair's
-# TCG_STALL_ARGS: host starvation is not a guest stall); under KVM the
-# guest keeps the kernel's own values.
+# TCG_GUEST_ARGS: host starvation is not a guest stall) and the guest does
+# not keep time on the TSC; under KVM the guest keeps the kernel's own
+# values.
 accel=$("$VMPAIR" status | awk '$1 == "accel" { print $2 }')
 for v in a b; do
 	st=$(vm $v cat /sys/module/rcupdate/parameters/rcu_cpu_stall_timeout)
@@ -39,6 +40,14 @@ for v in a b; do
 		vm $v grep -q rcu_cpu_stall_timeout /proc/cmdline && want="the kernel's own"
 	fi
 	is "$st $wt" "$want" "$v: RCU stall timeout and watchdog threshold fit the accelerator ($accel)"
+	# Under TCG the guest keeps time on a clock that runs on QEMU's
+	# virtual clock, not on the host's raw TSC (vmpair: tsc=unstable)
+	cs=$(vm $v cat /sys/devices/system/clocksource/clocksource0/current_clocksource)
+	if [ "$accel" != tcg ] || { [ -n "$cs" ] && [ "$cs" != tsc ] && [ "$cs" != tsc-early ]; }; then
+		ok "$v: clocksource $cs fits the accelerator ($accel)"
+	else
+		not_ok "$v: clocksource $cs fits the accelerator ($accel)" "under TCG the TSC is the host's raw counter"
+	fi
 done
 check_clean_dmesg
 tap_done
