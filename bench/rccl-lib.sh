@@ -46,6 +46,10 @@ bench_guests() {
 	done
 }
 
+# guest_clock: guest a's clocksource (under TCG not the TSC: vmpair's
+# tsc=unstable; results record it, bench/rccl_history.py pools by it)
+guest_clock() { va cat /sys/devices/system/clocksource/clocksource0/current_clocksource; }
+
 # json_field JSON KEY: one field of a JSON object
 json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 

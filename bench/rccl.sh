@@ -291,7 +291,7 @@ if [ $bw = 1 ]; then
 	rr=$(round_ratios "${res[p$head]}" "${res[bidir]}")
 	out=$top/bench/results/rccl-allreduce-$ts
 	{
-		echo "OdinLink RCCL/NCCL net plugin bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
+		echo "OdinLink RCCL/NCCL net plugin bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r), clocksource $(guest_clock))"
 		echo "all-reduce: 2 ranks (one per VM), int32 sum (reducer: $reducer), $size MiB over $channels channels, $iters timed iterations per run after a warm-up, all verified; $rounds rounds; medians"
 		printf '%-58s %10s  %s\n' path "median" "rounds (Gb/s)"
 		printf '%-58s %10s  %s\n' "odl_tb5_cli bandwidth a->b, 1 MiB msgs (receiver rate)" "$rawm" "${res[raw]}"
@@ -337,7 +337,7 @@ if [ $bw = 1 ]; then
 		printf '},\n'
 	}
 	{
-		printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"reducer":"%s","channels":%s,\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$smp" "$reducer" "$channels"
+		printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"reducer":"%s","channels":%s,"clocksource":"%s",\n' "$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$smp" "$reducer" "$channels" "$(guest_clock)"
 		printf ' "raw_rx_gbps":[%s],"raw_client_gbps":[%s],"raw_bidir1_per_dir_gbps":[%s],"raw_bidir4_per_dir_gbps":[%s],\n' \
 			"$(arr "${res[raw]}")" "$(arr "${res[raw_tx]}")" "$(arr "${res[bidir1]}")" "$(arr "${res[bidir4]}")"
 		per_slice plugin_busbw_gbps p
@@ -371,7 +371,7 @@ fi
 if [ $lat = 1 ]; then
 	out=$top/bench/results/rccl-latency-$ts
 	{
-		echo "OdinLink RCCL/NCCL net plugin latency $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r))"
+		echo "OdinLink RCCL/NCCL net plugin latency $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests $smp vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r), clocksource $(guest_clock))"
 		echo "one-way latency (round trip / 2) of a ping-pong, $lat_iters messages per size and round after a warm-up, every message verified; $rounds rounds; medians of the rounds' p50 (us)"
 		printf '%-10s %12s %14s %8s %16s %10s  %s\n' size "raw p50" "plugin p50" ratio "all-reduce p50" "/ 2 raw" "per round: plugin/raw"
 		for n in ${lat_sizes//,/ }; do
@@ -396,7 +396,7 @@ if [ $lat = 1 ]; then
 		done
 	} | tee "$out.txt"
 	{
-		printf '{"timestamp":"%s","rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"sizes":{' "$ts" "$rounds" "$lat_iters" "$(nproc)" "${cpu:-default}" "$smp"
+		printf '{"timestamp":"%s","rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","smp":%s,"clocksource":"%s","sizes":{' "$ts" "$rounds" "$lat_iters" "$(nproc)" "${cpu:-default}" "$smp" "$(guest_clock)"
 		sep=
 		for n in ${lat_sizes//,/ }; do
 			printf '%s\n "%s":{"raw_p50_us":[%s],"raw_p99_us":[%s],"plugin_pingpong_p50_us":[%s],"plugin_pingpong_p99_us":[%s],"plugin_allreduce_p50_us":[%s],"plugin_allreduce_p99_us":[%s],"ratio_pingpong":%s,"handover_pingpong_p50_us":[%s],"handover_allreduce_p50_us":[%s],"ratio_reap_handover":%s}' \

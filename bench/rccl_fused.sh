@@ -159,7 +159,7 @@ ratio() { # A B: median ratio and the per-round ones
 	echo "$(div "${med[$1]}" "${med[$2]}") (per round: $(round_ratios "${res[$1]}" "${res[$2]}"))"
 }
 {
-	echo "OdinLink net plugin fused-device bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests 1 vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r), two cables)"
+	echo "OdinLink net plugin fused-device bench $ts ($(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg), TCG guests 1 vCPU ($(va sh -c 'grep -m1 "model name" /proc/cpuinfo' | sed 's/.*: //')${cpu:+, -cpu $cpu}) / 1 GiB, kernel $(va uname -r), clocksource $(guest_clock), two cables)"
 	echo "all-reduce: 2 ranks (one per VM), int32 sum (reducer thread), $size MiB over 2 channels, 4 MiB slices, $iters timed iterations per run after a warm-up, all verified; $rounds rounds, order rotating; medians"
 	printf '%-58s %10s  %s\n' path median "rounds (Gb/s)"
 	for k in "${kinds[@]}"; do printf '%-58s %10s  %s\n' "$(label $k)" "${med[$k]}" "${res[$k]}"; done
@@ -170,8 +170,8 @@ ratio() { # A B: median ratio and the per-round ones
 	echo "RATIO cable 0 alone / cable 0 raw: $(ratio one raw1)"
 } | tee "$out.txt"
 {
-	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s"' \
-		"$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}"
+	printf '{"timestamp":"%s","size_mib":%s,"rounds":%s,"iters":%s,"host_cores":%s,"cpu":"%s","clocksource":"%s"' \
+		"$ts" "$size" "$rounds" "$iters" "$(nproc)" "${cpu:-default}" "$(guest_clock)"
 	for k in "${kinds[@]}"; do printf ',"%s_gbps":[%s]' "$k" "$(arr "${res[$k]}")"; done
 	printf ',"ratio_fused_raw2":%s,"ratio_fused_rails":%s,"ratio_fused_one":%s}\n' \
 		"$(div "${med[fused]}" "${med[raw2]}")" "$(div "${med[fused]}" "${med[rails]}")" \

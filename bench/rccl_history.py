@@ -7,7 +7,7 @@ One run of bench/rccl.sh has five rounds on a noisy machine; its ratio
 direction) moves by +-0.05 between runs of the same code. This reads the
 runs' JSON files (bench/results/rccl-allreduce-*.json), keeps the runs made
 the same way as the newest one (channels, vCPUs, size, CPU model, headline
-slice, reducer, iterations), and says whether the target is met with
+slice, reducer, iterations, the guests' clocksource), and says whether the target is met with
 confidence: the mean of the runs' per-round ratios and its 95 % interval
 (Student's t over the runs: rounds of one run share the machine's state and
 are not independent).
@@ -33,7 +33,10 @@ T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365,
        20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
 
 GROUP_KEYS = ("channels", "smp", "size_mib", "cpu", "headline_slice",
-              "reducer", "iters")
+              "reducer", "iters", "clocksource")
+# what a run recorded before the key existed was made with: the TCG guests
+# kept time on the TSC until vmpair gave them tsc=unstable (2026-11-28)
+GROUP_DEFAULTS = {"clocksource": "tsc"}
 
 
 def t95(df):
@@ -92,7 +95,7 @@ def load(path):
         "rounds": len(rr),
         "per_round": [float(x) for x in rr],
         "transport_per_round": per_round(d, "plugin_noreduce_busbw_gbps"),
-        "group": tuple(d.get(k) for k in GROUP_KEYS),
+        "group": tuple(d.get(k, GROUP_DEFAULTS.get(k)) for k in GROUP_KEYS),
     }
     return run
 

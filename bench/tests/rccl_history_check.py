@@ -28,7 +28,7 @@ def run(*args):
     return p.returncode, p.stdout, p.stderr
 
 
-def result(d, stamp, plugin, b1, b4, noreduce=None, channels=2, early=False):
+def result(d, stamp, plugin, b1, b4, noreduce=None, channels=2, early=False, clocksource=None):
     r = {"timestamp": stamp, "size_mib": 64, "rounds": len(plugin), "iters": 4,
          "cpu": "max", "smp": 1, "reducer": "thread", "channels": channels,
          "headline_slice": 4194304,
@@ -42,6 +42,8 @@ def result(d, stamp, plugin, b1, b4, noreduce=None, channels=2, early=False):
         r["ratio_per_round"] = [round(p / max(x, y), 2) for p, x, y in zip(plugin, b1, b4)]
     if noreduce:
         r["plugin_noreduce_busbw_gbps"] = noreduce
+    if clocksource:
+        r["clocksource"] = clocksource
     with open(os.path.join(d, "rccl-allreduce-%s.json" % stamp), "w") as f:
         json.dump(r, f)
     return r
@@ -97,6 +99,23 @@ with tempfile.TemporaryDirectory() as d:
     rc, out, err = run("--dir", d, "--json", "--since", "20260101T000002Z", "--all-groups")
     ok(rc == 0 and [x["ratio"]["runs"] for x in json.loads(out)["groups"]] == [2, 1],
        "--since leaves the older runs out", out, err)
+    # the guests' clocksource: a run that does not name it kept time on the
+    # TSC and pools with one that says tsc; another clocksource is a group
+    # of its own
+    def two_channel_runs(cs):
+        rc, out, err = run("--dir", d, "--json", "--all-groups")
+        return sum(x["ratio"]["runs"] for x in json.loads(out)["groups"]
+                   if x["group"]["channels"] == 2 and x["group"]["clocksource"] == cs) if rc == 0 else -1
+    before = two_channel_runs("tsc")
+    result(d, "20260102T000001Z", [0.9, 0.9, 0.9], b, b, clocksource="tsc")
+    ok(before > 0 and two_channel_runs("tsc") == before + 1,
+       "a run without a clocksource pools with clocksource tsc", before)
+    result(d, "20260102T000002Z", [0.7, 0.7, 0.7], b, b, clocksource="acpi_pm")
+    rc, out, err = run("--dir", d, "--json")
+    j = json.loads(out) if rc == 0 else {}
+    ok(rc == 0 and j["groups"][0]["group"]["clocksource"] == "acpi_pm" and
+       j["groups"][0]["ratio"]["runs"] == 1 and two_channel_runs("tsc") == before + 1,
+       "a run with another clocksource is a group of its own", out, err)
     # bad input: a clear error naming the file, exit 1; bad arguments exit 2
     with open(os.path.join(d, "rccl-allreduce-20260103T000000Z.json"), "w") as f:
         f.write("{not json")
