@@ -6,7 +6,8 @@
 #   make unit-core-asan     the same under -fsanitize=address,undefined
 #   make coverage-core      --coverage build, lcov/genhtml into
 #                           $(BUILD)/coverage/core; fails below UNIT_COV_MIN %
-#   make unit               unit-core + unit-core-asan + unit-sim
+#   make unit               unit-core, unit-core-asan, unit-sim, unit-userlib,
+#                           unit-rccl, unit-bench, unit-harness
 #   make coverage           coverage-core
 #
 # Test selection: CK_RUN_SUITE=<suite> / CK_RUN_CASE=<case> (Check env).
@@ -52,11 +53,17 @@ $(eval $(call unit_variant,core-cov,-O0 --coverage))
 
 .PHONY: unit unit-core unit-core-asan coverage-core \
         unit-core-gen-check
-unit: unit-core unit-core-asan unit-sim unit-userlib unit-rccl unit-bench
+unit: unit-core unit-core-asan unit-sim unit-userlib unit-rccl unit-bench unit-harness
 coverage: coverage-core coverage-userlib
 
 unit-core-gen-check:
 	python3 $(TOP)/tools/gen-profiles --check
+
+# harness/scenarios/tb-problems.awk (what fails a scenario's dmesg check)
+# on made-up guest logs
+.PHONY: unit-harness
+unit-harness:
+	bash $(TOP)/tests/harness/tb_problems_check.sh
 
 # bench/rccl_history.py (pools the all-reduce benchmark's runs) on made-up runs
 .PHONY: unit-bench
