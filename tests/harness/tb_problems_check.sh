@@ -3,23 +3,21 @@
 # Host check of harness/scenarios/tb-problems.awk, the filter behind every
 # scenario's "dmesg clean" check, on made-up `dmesg -r` logs. TAP output.
 set -u
-AWK_FILE="$(cd "$(dirname "$0")/../../harness/scenarios" && pwd)/tb-problems.awk"
-n=0 fail=0
+TAP_AUTO_EVIDENCE=0 # no guests here
+. "$(dirname "$0")/../../harness/lib/tap.sh"
+AWK_FILE=$TAP_LIB_DIR/../scenarios/tb-problems.awk
 # expect NAME WANT_LINES RACE <<< LOG: the filter prints WANT_LINES lines
 expect() {
 	local name=$1 want=$2 race=$3 out got
 	out=$(awk -v race="$race" -f "$AWK_FILE")
 	got=$(printf '%s' "$out" | grep -c .)
-	n=$((n + 1))
 	if [ "$got" = "$want" ]; then
-		echo "ok $n - $name"
+		ok "$name"
 	else
-		echo "not ok $n - $name (printed $got lines, want $want)"
-		printf '%s\n' "$out" | sed 's/^/#   /'
-		fail=1
+		not_ok "$name" "$(printf 'printed %s lines, want %s:\n%s' "$got" "$want" "$out")"
 	fi
 }
-echo "1..9"
+tap_plan 9
 expect "a clean log prints nothing" 0 0 <<'L'
 <6>[    1.000000] thunderbolt 0000:00:02.0: NHI initialized, starting thunderbolt
 <7>[    2.000000] thunderbolt 0-1: sending properties changed notification
@@ -56,4 +54,4 @@ L
 expect "and not with it" 0 1 <<'L'
 <3>[   20.000000] thunderbolt-net 0-1.0 thunderbolt0: failed to allocate Rx HopID
 L
-exit $fail
+tap_done
