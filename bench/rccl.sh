@@ -408,5 +408,11 @@ if [ $lat = 1 ]; then
 		printf '}}\n'
 	} > "$out.json"
 	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" || echo "bench/rccl.sh: warning: JSON not valid" >&2
+	# per size, every recorded latency run made the same way, pooled
+	{
+		echo "HISTORY (bench/rccl_history.py --latency: the latency runs in bench/results made the way this one was)"
+		python3 "$top/bench/rccl_history.py" --latency --dir "$top/bench/results" ||
+			echo "bench/rccl.sh: warning: bench/rccl_history.py --latency failed" >&2
+	} | tee -a "$out.txt"
 	echo "bench/rccl.sh: saved $out.txt and $out.json"
 fi

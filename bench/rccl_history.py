@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""All-reduce benchmark history: every recorded run of bench/rccl.sh, pooled.
+"""Benchmark history: every recorded run of bench/rccl.sh, pooled.
 
 One run of bench/rccl.sh has five rounds on a noisy machine; its ratio
 (plugin all-reduce bus bandwidth / bidirectional raw odl_tb5_cli per
@@ -14,6 +14,17 @@ are not independent).
 
   rccl_history.py [--dir DIR] [--target R] [--since UTC] [--all-groups]
                   [--json] [FILE...]
+  rccl_history.py --latency [--dir DIR] [--since UTC] [--all-groups]
+                  [--json] [FILE...]
+
+--latency pools the latency part instead (bench/results/rccl-latency-*.json,
+runs made the same way: CPU model, vCPUs, messages per round, clocksource):
+per message size, the plugin's ping-pong one-way p50 against the same
+round's raw odl_tb5_cli one-way p50, the two-rank all-reduce's p50 against
+two raw one-way latencies (its floor), and the caller reaping against the
+progress thread handing over (ping-pong p50s of the same round), each with
+the mean of the runs and its 95 % interval. There is no target for these:
+no verdict.
 
 Exit status: 0 when the files were read (whatever the verdict), 1 when a
 file is not a benchmark result (named on stderr), 2 on bad arguments.
@@ -37,6 +48,12 @@ GROUP_KEYS = ("channels", "smp", "size_mib", "cpu", "headline_slice",
 # what a run recorded before the key existed was made with: the TCG guests
 # kept time on the TSC until vmpair gave them tsc=unstable (2026-11-28)
 GROUP_DEFAULTS = {"clocksource": "tsc"}
+LAT_GROUP_KEYS = ("cpu", "smp", "iters", "clocksource")
+# per size: (name, numerator, denominator, factor on the denominator)
+LAT_RATIOS = (("ping-pong / raw one-way", "plugin_pingpong_p50_us", "raw_p50_us", 1),
+              ("all-reduce / 2 raw one-way", "plugin_allreduce_p50_us", "raw_p50_us", 2),
+              ("caller reaps / hands over (ping-pong)", "plugin_pingpong_p50_us",
+               "handover_pingpong_p50_us", 1))
 
 
 def t95(df):
@@ -100,6 +117,38 @@ def load(path):
     return run
 
 
+def load_latency(path):
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        raise BadResult("cannot read it as JSON (%s)" % e)
+    if not isinstance(d, dict):
+        raise BadResult("not a JSON object")
+    for k in ("timestamp", "sizes"):
+        if k not in d:
+            raise BadResult("no '%s': not a bench/rccl.sh latency result" % k)
+    if not isinstance(d["sizes"], dict) or not d["sizes"]:
+        raise BadResult("'sizes' is not an object of message sizes")
+    sizes = {}
+    for size, f in d["sizes"].items():
+        if not size.isdigit() or not isinstance(f, dict):
+            raise BadResult("size '%s': not a byte count with its figures" % size)
+        out = {}
+        for name, num, den, k in LAT_RATIOS:
+            a, b = f.get(num), f.get(den)
+            if a is None or b is None:
+                continue  # a figure this run did not measure
+            if not (isinstance(a, list) and isinstance(b, list) and a and len(a) == len(b)) or \
+                    not all(isinstance(x, (int, float)) and x > 0 for x in a + b):
+                raise BadResult("size %s: '%s' and '%s' are not equally long lists of positive "
+                                "numbers" % (size, num, den))
+            out[name] = [x / (k * y) for x, y in zip(a, b)]
+        sizes[int(size)] = out
+    return {"file": os.path.basename(path), "timestamp": str(d["timestamp"]), "sizes": sizes,
+            "group": tuple(d.get(k, GROUP_DEFAULTS.get(k)) for k in LAT_GROUP_KEYS)}
+
+
 def summary(values_per_run, target):
     """values_per_run: one list of per-round ratios per run."""
     rounds = [x for v in values_per_run for x in v]
@@ -110,13 +159,15 @@ def summary(values_per_run, target):
         "round_mean": statistics.mean(rounds),
         "round_median": statistics.median(rounds),
         "round_sd": statistics.stdev(rounds) if len(rounds) > 1 else 0.0,
-        "rounds_at_target": sum(1 for x in rounds if x >= target),
+        "rounds_at_target": None if target is None else sum(1 for x in rounds if x >= target),
         "run_mean": statistics.mean(means),
     }
     if len(means) > 1:
         half = t95(len(means) - 1) * statistics.stdev(means) / math.sqrt(len(means))
         s["ci95"] = [s["run_mean"] - half, s["run_mean"] + half]
-        if s["ci95"][0] >= target:
+        if target is None:
+            pass
+        elif s["ci95"][0] >= target:
             s["verdict"] = "met"
         elif s["ci95"][1] < target:
             s["verdict"] = "not met"
@@ -125,11 +176,87 @@ def summary(values_per_run, target):
     else:
         s["ci95"] = None
         s["verdict"] = "undecided"
+    if target is None:
+        del s["rounds_at_target"]
+        s.pop("verdict", None)
     return s
 
 
-def fmt_group(g):
-    return ", ".join("%s %s" % (k, "?" if v is None else v) for k, v in zip(GROUP_KEYS, g))
+def fmt_group(g, keys=GROUP_KEYS):
+    return ", ".join("%s %s" % (k, "?" if v is None else v) for k, v in zip(keys, g))
+
+
+def fmt_lat_summary(what, s):
+    ci = "n/a (one run)" if s["ci95"] is None else "%.2f .. %.2f" % tuple(s["ci95"])
+    return ("%s: %d run(s), %d rounds; per round mean %.2f, median %.2f, sd %.2f; "
+            "mean of the runs %.2f, 95 %% interval %s" % (what, s["runs"], s["rounds"],
+                                                       s["round_mean"], s["round_median"],
+                                                       s["round_sd"], s["run_mean"], ci))
+
+
+def read_all(files, loader):
+    """The runs the files hold, oldest first; None when a file is bad."""
+    runs, bad, early = [], 0, 0
+    for f in files:
+        try:
+            r = loader(f)
+            if r is None:
+                early += 1
+            else:
+                runs.append(r)
+        except BadResult as e:
+            print("rccl_history.py: %s: %s" % (f, e), file=sys.stderr)
+            bad += 1
+    if bad:
+        return None, early
+    runs.sort(key=lambda r: r["timestamp"])
+    return runs, early
+
+
+def groups_of(runs, all_groups):
+    groups = []
+    for r in runs:
+        if r["group"] not in groups:
+            groups.append(r["group"])
+    return groups if all_groups else [runs[-1]["group"]]
+
+
+def latency_main(a):
+    files = a.files or sorted(glob.glob(os.path.join(a.dir, "rccl-latency-*.json")))
+    if not files:
+        print("rccl_history.py: no rccl-latency-*.json in %s" % a.dir, file=sys.stderr)
+        return 1
+    runs, _ = read_all(files, load_latency)
+    if runs is None:
+        return 1
+    runs = [r for r in runs if r["timestamp"] >= a.since]
+    if not runs:
+        print("rccl_history.py: no run at or after %s" % a.since, file=sys.stderr)
+        return 1
+    out = []
+    for g in groups_of(runs, a.all_groups):
+        gr = [r for r in runs if r["group"] == g]
+        e = {"group": dict(zip(LAT_GROUP_KEYS, g)), "runs": [r["timestamp"] for r in gr],
+             "sizes": {}}
+        for size in sorted({z for r in gr for z in r["sizes"]}):
+            e["sizes"][str(size)] = {}
+            for name, _, _, _ in LAT_RATIOS:
+                v = [r["sizes"][size][name] for r in gr
+                     if size in r["sizes"] and name in r["sizes"][size]]
+                if v:
+                    e["sizes"][str(size)][name] = summary(v, None)
+        out.append(e)
+    if a.json:
+        print(json.dumps({"groups": out}, indent=1))
+        return 0
+    for e in out:
+        g = tuple(e["group"][k] for k in LAT_GROUP_KEYS)
+        print("latency runs with %s" % fmt_group(g, LAT_GROUP_KEYS))
+        print("  " + " ".join(e["runs"]))
+        for size, per in e["sizes"].items():
+            for name, s in per.items():
+                print(fmt_lat_summary("%s B, %s" % (size, name), s))
+    return 0
 
 
 def fmt_summary(what, s, target):
@@ -149,6 +276,7 @@ def main(argv):
     ap.add_argument("--since", default="", help="only runs at or after this UTC stamp (20261125T19...)")
     ap.add_argument("--all-groups", action="store_true", help="every configuration, not only the newest run's")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--latency", action="store_true", help="pool the latency runs instead")
     ap.add_argument("files", nargs="*")
     try:
         a = ap.parse_args(argv)
@@ -157,36 +285,21 @@ def main(argv):
     if not 0 < a.target < 10:
         print("rccl_history.py: --target %s: want a ratio above 0 (0.9)" % a.target, file=sys.stderr)
         return 2
+    if a.latency:
+        return latency_main(a)
     files = a.files or sorted(glob.glob(os.path.join(a.dir, "rccl-allreduce-*.json")))
     if not files:
         print("rccl_history.py: no rccl-allreduce-*.json in %s" % a.dir, file=sys.stderr)
         return 1
-    runs, bad, early = [], 0, 0
-    for f in files:
-        try:
-            r = load(f)
-            if r is None:
-                early += 1
-            else:
-                runs.append(r)
-        except BadResult as e:
-            print("rccl_history.py: %s: %s" % (f, e), file=sys.stderr)
-            bad += 1
-    if bad:
+    runs, early = read_all(files, load)
+    if runs is None:
         return 1
     runs = [r for r in runs if r["timestamp"] >= a.since]
     if not runs:
         print("rccl_history.py: no run at or after %s" % a.since, file=sys.stderr)
         return 1
-    runs.sort(key=lambda r: r["timestamp"])
-    groups = []
-    for r in runs:
-        if r["group"] not in groups:
-            groups.append(r["group"])
-    if not a.all_groups:
-        groups = [runs[-1]["group"]]
     out = []
-    for g in groups:
+    for g in groups_of(runs, a.all_groups):
         gr = [r for r in runs if r["group"] == g]
         e = {"group": dict(zip(GROUP_KEYS, g)),
              "runs": [{"timestamp": r["timestamp"], "ratio": r["ratio"],

@@ -65,7 +65,8 @@ unit-core-gen-check:
 unit-harness:
 	bash $(TOP)/tests/harness/tb_problems_check.sh
 
-# bench/rccl_history.py (pools the all-reduce benchmark's runs) on made-up runs
+# bench/rccl_history.py (pools the plugin benchmark's runs: all-reduce
+# bandwidth, and latency with --latency) on made-up runs
 .PHONY: unit-bench
 unit-bench:
 	python3 $(TOP)/bench/tests/rccl_history_check.py

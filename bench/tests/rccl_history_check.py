@@ -137,4 +137,76 @@ with tempfile.TemporaryDirectory() as d:
     ok(rc == 2, "an unknown option: exit 2", rc, err)
     rc, out, err = run("--dir", os.path.join(d, "none"))
     ok(rc == 1 and "no rccl-allreduce" in err, "no results: exit 1 with a message", rc, err)
+
+# --latency: the latency part's runs (bench/results/rccl-latency-*.json)
+
+
+def lat_result(d, stamp, sizes, clocksource=None):
+    r = {"timestamp": stamp, "rounds": 3, "iters": 2000, "host_cores": 2, "cpu": "max", "smp": 1,
+         "sizes": sizes}
+    if clocksource:
+        r["clocksource"] = clocksource
+    with open(os.path.join(d, "rccl-latency-%s.json" % stamp), "w") as f:
+        json.dump(r, f)
+
+
+with tempfile.TemporaryDirectory() as d:
+    raw1, pp1, ar1, ho1 = [200, 250, 100], [260, 300, 150], [500, 600, 260], [300, 360, 150]
+    raw2, pp2, ar2 = [220, 200, 240], [264, 250, 264], [484, 420, 528]
+    lat_result(d, "20260101T000001Z", {
+        "8": {"raw_p50_us": raw1, "plugin_pingpong_p50_us": pp1, "plugin_allreduce_p50_us": ar1,
+              "handover_pingpong_p50_us": ho1},
+        "4096": {"raw_p50_us": raw1, "plugin_pingpong_p50_us": raw1, "plugin_allreduce_p50_us": ar1}})
+    # the second run did not measure the hand-over (an older run)
+    lat_result(d, "20260101T000002Z", {
+        "8": {"raw_p50_us": raw2, "plugin_pingpong_p50_us": pp2, "plugin_allreduce_p50_us": ar2}})
+    rc, out, err = run("--latency", "--dir", d, "--json")
+    j = json.loads(out) if rc == 0 else {}
+    ok(rc == 0 and len(j["groups"]) == 1 and j["groups"][0]["runs"] == ["20260101T000001Z", "20260101T000002Z"],
+       "--latency: two runs made the same way pooled", rc, out, err)
+    s8 = j["groups"][0]["sizes"]["8"] if rc == 0 else {}
+    per1 = [p / r for p, r in zip(pp1, raw1)]
+    per2 = [p / r for p, r in zip(pp2, raw2)]
+    m, lo, hi = tci([sum(per1) / 3, sum(per2) / 3])
+    pp = s8.get("ping-pong / raw one-way", {})
+    ok(pp.get("rounds") == 6 and abs(pp["round_mean"] - sum(per1 + per2) / 6) < 1e-9 and
+       abs(pp["ci95"][0] - lo) < 1e-9 and abs(pp["ci95"][1] - hi) < 1e-9 and "verdict" not in pp,
+       "--latency: ping-pong / raw per round over both runs, the interval over the run means, no verdict",
+       pp, per1, per2)
+    arr = s8.get("all-reduce / 2 raw one-way", {})
+    ok(arr and abs(arr["round_mean"] - sum(a / (2 * r) for a, r in zip(ar1 + ar2, raw1 + raw2)) / 6) < 1e-9,
+       "--latency: the all-reduce against two raw one-way latencies", arr)
+    hov = s8.get("caller reaps / hands over (ping-pong)", {})
+    ok(hov.get("runs") == 1 and hov.get("rounds") == 3 and hov["ci95"] is None and
+       abs(hov["round_mean"] - sum(p / h for p, h in zip(pp1, ho1)) / 3) < 1e-9,
+       "--latency: a figure only one run measured comes from that run alone", hov)
+    s4 = j["groups"][0]["sizes"].get("4096", {}) if rc == 0 else {}
+    ok(s4.get("ping-pong / raw one-way", {}).get("runs") == 1 and
+       "caller reaps / hands over (ping-pong)" not in s4,
+       "--latency: a size only one run has; no hand-over figure where none was measured", s4)
+    rc, out, err = run("--latency", "--dir", d)
+    ok(rc == 0 and "8 B, ping-pong / raw one-way: 2 run(s), 6 rounds" in out and
+       "95 %% interval %.2f .. %.2f" % (lo, hi) in out, "--latency: text output", out, err)
+    lat_result(d, "20260102T000000Z", {"8": {"raw_p50_us": raw1, "plugin_pingpong_p50_us": pp1}},
+               clocksource="acpi_pm")
+    rc, out, err = run("--latency", "--dir", d, "--json")
+    j = json.loads(out) if rc == 0 else {}
+    ok(rc == 0 and len(j["groups"]) == 1 and j["groups"][0]["group"]["clocksource"] == "acpi_pm" and
+       j["groups"][0]["runs"] == ["20260102T000000Z"],
+       "--latency: another clocksource is a group of its own, the newest run's by default", out, err)
+    rc, out, err = run("--latency", "--dir", d, "--json", "--all-groups")
+    ok(rc == 0 and [g["group"]["clocksource"] for g in json.loads(out)["groups"]] == ["tsc", "acpi_pm"],
+       "--latency --all-groups: both clocksources, a run without one on the TSC", out, err)
+    lat_result(d, "20260103T000000Z", {"8": {"raw_p50_us": [1, 2], "plugin_pingpong_p50_us": [1, 2, 3]}})
+    rc, out, err = run("--latency", "--dir", d)
+    ok(rc == 1 and "rccl-latency-20260103T000000Z.json" in err and "equally long" in err,
+       "--latency: figures of unequal length: exit 1, the file named", rc, err)
+    lat_result(d, "20260103T000000Z", {"eight": {"raw_p50_us": [1], "plugin_pingpong_p50_us": [1]}})
+    rc, out, err = run("--latency", "--dir", d)
+    ok(rc == 1 and "not a byte count" in err, "--latency: a size that is not a number: exit 1", rc, err)
+    lat_result(d, "20260103T000000Z", {"8": {"raw_p50_us": [0], "plugin_pingpong_p50_us": [1]}})
+    rc, out, err = run("--latency", "--dir", d)
+    ok(rc == 1 and "positive" in err, "--latency: a zero latency: exit 1", rc, err)
+    rc, out, err = run("--latency", "--dir", os.path.join(d, "none"))
+    ok(rc == 1 and "no rccl-latency" in err, "--latency: no results: exit 1 with a message", rc, err)
 print("1..%d" % n)
