@@ -88,7 +88,8 @@ def per_round(d, name):
     return out
 
 
-def load(path):
+def read_result(path, keys, what):
+    """The JSON object in path, which must have every key in keys."""
     try:
         with open(path) as f:
             d = json.load(f)
@@ -96,9 +97,14 @@ def load(path):
         raise BadResult("cannot read it as JSON (%s)" % e)
     if not isinstance(d, dict):
         raise BadResult("not a JSON object")
-    for k in ("timestamp", "ratio", "plugin_busbw_gbps"):
+    for k in keys:
         if k not in d:
-            raise BadResult("no '%s': not a bench/rccl.sh all-reduce result" % k)
+            raise BadResult("no '%s': not a bench/rccl.sh %s result" % (k, what))
+    return d
+
+
+def load(path):
+    d = read_result(path, ("timestamp", "ratio", "plugin_busbw_gbps"), "all-reduce")
     rr = d.get("ratio_per_round")
     if rr is None or "raw_bidir1_per_dir_gbps" not in d:
         return None  # an early run (2026-11-22): no per-round ratios
@@ -118,16 +124,7 @@ def load(path):
 
 
 def load_latency(path):
-    try:
-        with open(path) as f:
-            d = json.load(f)
-    except (OSError, ValueError) as e:
-        raise BadResult("cannot read it as JSON (%s)" % e)
-    if not isinstance(d, dict):
-        raise BadResult("not a JSON object")
-    for k in ("timestamp", "sizes"):
-        if k not in d:
-            raise BadResult("no '%s': not a bench/rccl.sh latency result" % k)
+    d = read_result(path, ("timestamp", "sizes"), "latency")
     if not isinstance(d["sizes"], dict) or not d["sizes"]:
         raise BadResult("'sizes' is not an object of message sizes")
     sizes = {}
@@ -159,26 +156,23 @@ def summary(values_per_run, target):
         "round_mean": statistics.mean(rounds),
         "round_median": statistics.median(rounds),
         "round_sd": statistics.stdev(rounds) if len(rounds) > 1 else 0.0,
-        "rounds_at_target": None if target is None else sum(1 for x in rounds if x >= target),
         "run_mean": statistics.mean(means),
+        "ci95": None,
     }
     if len(means) > 1:
         half = t95(len(means) - 1) * statistics.stdev(means) / math.sqrt(len(means))
         s["ci95"] = [s["run_mean"] - half, s["run_mean"] + half]
-        if target is None:
-            pass
-        elif s["ci95"][0] >= target:
-            s["verdict"] = "met"
-        elif s["ci95"][1] < target:
-            s["verdict"] = "not met"
-        else:
-            s["verdict"] = "undecided"
-    else:
-        s["ci95"] = None
-        s["verdict"] = "undecided"
     if target is None:
-        del s["rounds_at_target"]
-        s.pop("verdict", None)
+        return s  # no target (latency): no count against it, no verdict
+    s["rounds_at_target"] = sum(1 for x in rounds if x >= target)
+    if s["ci95"] is None:
+        s["verdict"] = "undecided"
+    elif s["ci95"][0] >= target:
+        s["verdict"] = "met"
+    elif s["ci95"][1] < target:
+        s["verdict"] = "not met"
+    else:
+        s["verdict"] = "undecided"
     return s
 
 
@@ -194,8 +188,14 @@ def fmt_lat_summary(what, s):
                                                        s["round_sd"], s["run_mean"], ci))
 
 
-def read_all(files, loader):
-    """The runs the files hold, oldest first; None when a file is bad."""
+def read_runs(a, kind, loader):
+    """The runs of rccl-KIND-*.json in a.dir (or a.files) at or after
+    a.since, oldest first, and how many the loader left out as early;
+    (None, 0) after saying on stderr what was wrong."""
+    files = a.files or sorted(glob.glob(os.path.join(a.dir, "rccl-%s-*.json" % kind)))
+    if not files:
+        print("rccl_history.py: no rccl-%s-*.json in %s" % (kind, a.dir), file=sys.stderr)
+        return None, 0
     runs, bad, early = [], 0, 0
     for f in files:
         try:
@@ -208,34 +208,32 @@ def read_all(files, loader):
             print("rccl_history.py: %s: %s" % (f, e), file=sys.stderr)
             bad += 1
     if bad:
-        return None, early
-    runs.sort(key=lambda r: r["timestamp"])
+        return None, 0
+    runs = sorted((r for r in runs if r["timestamp"] >= a.since), key=lambda r: r["timestamp"])
+    if not runs:
+        print("rccl_history.py: no run at or after %s" % a.since, file=sys.stderr)
+        return None, 0
     return runs, early
 
 
 def groups_of(runs, all_groups):
+    """(configuration, its runs) for every configuration in runs, oldest
+    first, or only for the newest run's."""
     groups = []
     for r in runs:
         if r["group"] not in groups:
             groups.append(r["group"])
-    return groups if all_groups else [runs[-1]["group"]]
+    if not all_groups:
+        groups = [runs[-1]["group"]]
+    return [(g, [r for r in runs if r["group"] == g]) for g in groups]
 
 
 def latency_main(a):
-    files = a.files or sorted(glob.glob(os.path.join(a.dir, "rccl-latency-*.json")))
-    if not files:
-        print("rccl_history.py: no rccl-latency-*.json in %s" % a.dir, file=sys.stderr)
-        return 1
-    runs, _ = read_all(files, load_latency)
+    runs, _ = read_runs(a, "latency", load_latency)
     if runs is None:
         return 1
-    runs = [r for r in runs if r["timestamp"] >= a.since]
-    if not runs:
-        print("rccl_history.py: no run at or after %s" % a.since, file=sys.stderr)
-        return 1
     out = []
-    for g in groups_of(runs, a.all_groups):
-        gr = [r for r in runs if r["group"] == g]
+    for g, gr in groups_of(runs, a.all_groups):
         e = {"group": dict(zip(LAT_GROUP_KEYS, g)), "runs": [r["timestamp"] for r in gr],
              "sizes": {}}
         for size in sorted({z for r in gr for z in r["sizes"]}):
@@ -287,20 +285,11 @@ def main(argv):
         return 2
     if a.latency:
         return latency_main(a)
-    files = a.files or sorted(glob.glob(os.path.join(a.dir, "rccl-allreduce-*.json")))
-    if not files:
-        print("rccl_history.py: no rccl-allreduce-*.json in %s" % a.dir, file=sys.stderr)
-        return 1
-    runs, early = read_all(files, load)
+    runs, early = read_runs(a, "allreduce", load)
     if runs is None:
         return 1
-    runs = [r for r in runs if r["timestamp"] >= a.since]
-    if not runs:
-        print("rccl_history.py: no run at or after %s" % a.since, file=sys.stderr)
-        return 1
     out = []
-    for g in groups_of(runs, a.all_groups):
-        gr = [r for r in runs if r["group"] == g]
+    for g, gr in groups_of(runs, a.all_groups):
         e = {"group": dict(zip(GROUP_KEYS, g)),
              "runs": [{"timestamp": r["timestamp"], "ratio": r["ratio"],
                        "per_round": r["per_round"]} for r in gr],
