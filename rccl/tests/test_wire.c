@@ -326,6 +326,452 @@ START_TEST(t_busy_poll_choice)
 }
 END_TEST
 
+/* ---- a hostile peer, at random ---------------------------------------
+ *
+ * The plugin's receive side (handle_msg) against many messages made up at
+ * random around a send comm with queued sends, a receive comm with posted
+ * (grouped, some keyed) receives and the listen comm: every message is
+ * handled or dropped without writing outside a receive's buffer (the
+ * buffers are exactly their size: the sanitizers see a byte past them),
+ * every byte that arrives lands where its DATA says and nowhere else, a
+ * malformed message changes nothing but the error count, and nothing the
+ * peer sends grows a queue without bound. Deterministic (fixed seeds).
+ */
+#define FZ_MSGS_PER_DEV 2000
+#define FZ_DEVS 150
+#define FZ_PORT 7    /* the peer's port */
+#define FZ_INST 99   /* the peer's process instance */
+#define FZ_FILL 0xa5 /* a receive buffer's bytes before data arrives */
+#define FZ_CAP 4096  /* receive entries and sends up to this size */
+
+/* Check's assertions report to the parent on every call, passed or not:
+ * far too slow for every message and byte, so only a failure calls it */
+#define FZ_ASSERT(cond, ...)                     \
+	do {                                     \
+		if (!(cond))                     \
+			ck_abort_msg(__VA_ARGS__); \
+	} while (0)
+
+static uint64_t fz_state;
+
+static uint64_t fz_next(void) /* splitmix64 */
+{
+	uint64_t z = (fz_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t fz_below(uint32_t n)
+{
+	return (uint32_t)(fz_next() % n);
+}
+
+static bool fz_chance(int percent)
+{
+	return fz_below(100) < (uint32_t)percent;
+}
+
+/* a value a field might hold: small, near a limit, or anything */
+static uint64_t fz_wild(void)
+{
+	static const uint64_t v[] = { 0, 1, 2, 7, 8, 9, 4095, 4096, 4097, 65535, 65536,
+				      UINT32_MAX - 1, UINT32_MAX, (uint64_t)UINT32_MAX + 1,
+				      INT64_MAX, UINT64_MAX - 4095, UINT64_MAX };
+
+	return fz_chance(50) ? v[fz_below(sizeof(v) / sizeof(v[0]))] : fz_next();
+}
+
+static struct odlp_comm *fz_sc, *fz_rc; /* send and receive comm of peer comms 20, 21 */
+static int fz_nsends;
+
+static void fz_setup(void)
+{
+	tdev_setup();
+	fz_sc = new_comm(&td, K_SEND);
+	fz_rc = new_comm(&td, K_RECV);
+	FZ_ASSERT(fz_sc && fz_rc, "no comms");
+	fz_sc->peer_port = fz_rc->peer_port = FZ_PORT;
+	fz_sc->peer_id = 20;
+	fz_rc->peer_id = 21;
+	fz_sc->peer_inst = fz_rc->peer_inst = FZ_INST;
+	fz_sc->state = fz_rc->state = S_READY;
+	td.peers[FZ_PORT].inst = FZ_INST;
+	fz_nsends = 0;
+}
+
+static void fz_teardown(void)
+{
+	for (int i = 0; i < fz_rc->nreqs; i++)
+		for (int k = 0; fz_rc->reqs[i].in_use && k < fz_rc->reqs[i].n; k++)
+			free(fz_rc->reqs[i].rdata[k]);
+	tdev_teardown();
+}
+
+/* post a grouped receive of 1..8 entries, as irecv does (some entries keyed) */
+static void fz_post_recv(void)
+{
+	struct odlp_req *r = get_req(fz_rc);
+
+	if (!r)
+		return;
+	r->n = 1 + (int)fz_below(MAX_RECVS);
+	r->seq = fz_rc->next_seq++;
+	for (int i = 0; i < r->n; i++) {
+		uint64_t cap = fz_chance(20) ? 0 : fz_below(FZ_CAP + 1);
+
+		/* exactly cap bytes (at least one, never read at size 0) */
+		r->rdata[i] = malloc(cap ? cap : 1);
+		FZ_ASSERT(r->rdata[i], "out of memory");
+		memset(r->rdata[i], FZ_FILL, cap);
+		r->rcap[i] = cap;
+		r->rtag[i] = (int)fz_below(4);
+		if (fz_chance(25)) {
+			int slot = (int)fz_below(KTAB);
+
+			if (!td.krx_busy[slot]) {
+				td.krx_busy[slot] = true;
+				td.krx[slot].key = 1000 + (uint32_t)slot;
+				td.krx[slot].r = r;
+				td.krx[slot].idx = i;
+				r->rkey[i] = td.krx[slot].key;
+				r->rks[i] = slot;
+			}
+		}
+	}
+}
+
+/* queue a send, as isend does before its CTS is there */
+static void fz_post_send(void)
+{
+	static char src[FZ_CAP + 64];
+	struct odlp_req *r;
+
+	if (fz_nsends >= fz_sc->nreqs / 2 || !(r = get_req(fz_sc)))
+		return;
+	r->is_send = 1;
+	r->sdata = src;
+	r->ssize = fz_below(FZ_CAP + 64);
+	r->stag = (int)fz_below(4);
+	r->qnext = NULL;
+	if (fz_sc->sq_tail)
+		fz_sc->sq_tail->qnext = r;
+	else
+		fz_sc->sq_head = r;
+	fz_sc->sq_tail = r;
+	fz_nsends++;
+	match_sends(fz_sc);
+}
+
+/* the receive request a DATA is aimed at: mostly a posted one */
+static struct odlp_req *fz_some_recv(void)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		struct odlp_req *r = &fz_rc->reqs[fz_below((uint32_t)fz_rc->nreqs)];
+
+		if (r->in_use)
+			return r;
+	}
+	return NULL;
+}
+
+static size_t fz_answers(void)
+{
+	size_t n = 0;
+
+	for (struct ctrl_msg *m = td.cq_head; m; m = m->next)
+		n += is_answer(m->h.type);
+	return n;
+}
+
+/* everything that must hold whatever the peer sent */
+static void fz_check(uint64_t seed, int at)
+{
+	FZ_ASSERT(fz_sc->cts_count >= 0 && fz_sc->cts_count <= CTS_RING,
+		      "seed %llu message %d: %d CTS entries", (unsigned long long)seed, at,
+		      fz_sc->cts_count);
+	FZ_ASSERT(tl->npend <= PEND_MAX, "seed %llu message %d: %d connects wait",
+		      (unsigned long long)seed, at, tl->npend);
+	FZ_ASSERT(fz_answers() <= ANSWERS_MAX && td.cq_answers <= ANSWERS_MAX,
+		      "seed %llu message %d: %zu answers queued", (unsigned long long)seed, at,
+		      fz_answers());
+	for (int i = 0; i < fz_rc->nreqs; i++) {
+		struct odlp_req *r = &fz_rc->reqs[i];
+		int ndone = 0;
+
+		if (!r->in_use)
+			continue;
+		for (int k = 0; k < r->n; k++) {
+			FZ_ASSERT(r->rgot[k] <= r->rcap[k],
+				      "seed %llu message %d: entry has %llu bytes in a room of %llu",
+				      (unsigned long long)seed, at, (unsigned long long)r->rgot[k],
+				      (unsigned long long)r->rcap[k]);
+			ndone += r->rdone[k];
+		}
+		FZ_ASSERT(ndone == r->ndone && r->done == (r->ndone == r->n),
+			  "seed %llu message %d: %d of %d entries done, %d counted, done %d",
+			  (unsigned long long)seed, at, ndone, r->n, r->ndone, r->done);
+	}
+	/* a send is answered by exactly one CTS entry's room */
+	for (int i = 0; i < fz_sc->nreqs; i++) {
+		struct odlp_req *r = &fz_sc->reqs[i];
+
+		FZ_ASSERT(!r->in_use || !r->matched || r->ssize <= r->cap ||
+				  (r->done && r->err == ncclInvalidUsage),
+			  "seed %llu message %d: a send larger than its receive did not fail",
+			  (unsigned long long)seed, at);
+	}
+}
+
+/* bytes [from, to) of entry k of r: what DATA brought, or the fill */
+static void fz_check_entry(const struct odlp_req *r, int k, const uint8_t *want, uint64_t from,
+			   uint64_t to, uint64_t seed, int at)
+{
+	const uint8_t *b = (const uint8_t *)r->rdata[k];
+
+	for (uint64_t j = 0; j < r->rcap[k]; j++) {
+		uint8_t w = j >= from && j < to ? want[j - from] : b[j];
+
+		if (j >= r->rgot[k])
+			w = FZ_FILL; /* nothing has arrived there */
+		FZ_ASSERT(b[j] == w, "seed %llu message %d: byte %llu of an entry is %#x, want %#x",
+			      (unsigned long long)seed, at, (unsigned long long)j, b[j], w);
+	}
+}
+
+/* one message made up; returns whether it is malformed on purpose */
+static bool fz_message(char *buf, uint64_t *blen, struct odlp_req **target, int *tidx)
+{
+	struct wire_hdr *h = (struct wire_hdr *)buf;
+	uint32_t plen = 0;
+	uint32_t pick = fz_below(100);
+
+	memset(h, 0, sizeof(*h));
+	h->magic = WIRE_MAGIC;
+	h->sport = fz_chance(90) ? FZ_PORT : (uint8_t)fz_below(256);
+	h->total = FZ_INST;
+	*target = NULL;
+	if (pick < 35) { /* DATA (DERR now and then) into a posted receive */
+		struct odlp_req *r = fz_some_recv();
+		uint64_t have = 0, room = 0;
+
+		h->type = fz_chance(92) ? M_DATA : M_DERR;
+		h->dst = fz_chance(95) ? fz_rc->id : (uint32_t)fz_wild();
+		h->src = fz_rc->peer_id;
+		if (r) {
+			int k = fz_chance(95) ? (int)fz_below((uint32_t)r->n) : (int)fz_below(MAX_RECVS + 2);
+
+			h->seq = fz_chance(95) ? r->seq : (uint32_t)fz_wild();
+			h->idx = fz_chance(98) ? (uint32_t)k : (uint32_t)fz_wild();
+			if (k < r->n) {
+				have = r->rgot[k];
+				room = r->rcap[k];
+				*target = r;
+				*tidx = k;
+			}
+		} else {
+			h->seq = (uint32_t)fz_wild();
+			h->idx = (uint32_t)fz_wild();
+		}
+		h->total = fz_chance(80) ? fz_below((uint32_t)room + 1) : fz_chance(50) ? room + 1 : fz_wild();
+		h->off = fz_chance(85) ? have : fz_wild();
+		if (h->total >= h->off && fz_chance(85))
+			plen = (uint32_t)(fz_below((uint32_t)(h->total - h->off < FZ_CAP ? h->total - h->off : FZ_CAP) + 1));
+		else
+			plen = fz_below(FZ_CAP + 16);
+		for (uint32_t j = 0; j < plen; j++) {
+			uint8_t v = (uint8_t)fz_next();
+
+			buf[sizeof(*h) + j] = (char)(v == FZ_FILL ? 0 : v);
+		}
+	} else if (pick < 60) { /* CTS to the send comm */
+		struct wire_cts_ent *e = (void *)(buf + sizeof(*h));
+		uint32_t n = fz_chance(90) ? 1 + fz_below(MAX_RECVS) : (uint32_t)fz_wild();
+
+		h->type = M_CTS;
+		h->dst = fz_chance(95) ? fz_sc->id : (uint32_t)fz_wild();
+		h->src = fz_sc->peer_id;
+		h->seq = fz_below(1000);
+		h->idx = n;
+		for (uint32_t j = 0; j < MAX_RECVS + 1; j++) {
+			e[j].tag = fz_chance(90) ? (int32_t)fz_below(4) : (int32_t)fz_wild();
+			e[j].key = fz_chance(70) ? 0 : (uint32_t)fz_wild();
+			e[j].size = fz_chance(80) ? fz_below(FZ_CAP + 64) : fz_wild();
+		}
+		plen = n <= MAX_RECVS + 1 ? n * (uint32_t)sizeof(*e) : (uint32_t)sizeof(*e);
+		if (fz_chance(5))
+			plen = fz_below((MAX_RECVS + 1) * (uint32_t)sizeof(*e) + 1);
+	} else if (pick < 72) { /* connects, right and wrong */
+		h->type = M_CONN;
+		h->dst = fz_chance(80) ? tl->id : (uint32_t)fz_wild();
+		h->src = 100 + fz_below(200);
+		h->nonce = fz_chance(70) ? tl->nonce : fz_next();
+		h->total = fz_chance(95) ? FZ_INST : fz_wild();
+	} else if (pick < 97) { /* the rest of the protocol, at any comm */
+		static const uint8_t types[] = { M_PING, M_PONG, M_ACK, M_REJ, M_CLOSE };
+		uint32_t ids[] = { tl->id, fz_sc->id, fz_rc->id, (uint32_t)fz_wild() };
+
+		h->type = types[fz_below(sizeof(types))];
+		h->dst = ids[fz_below(4)];
+		h->src = fz_chance(50) ? 20 + fz_below(2) : (uint32_t)fz_wild();
+		h->seq = (uint32_t)fz_wild();
+		h->total = fz_chance(97) ? FZ_INST : fz_wild();
+	} else { /* no such type */
+		h->type = (uint8_t)(M_CLOSE + 1 + fz_below(255 - M_CLOSE));
+		h->dst = (uint32_t)fz_wild();
+	}
+	h->len = plen;
+	*blen = sizeof(*h) + plen;
+	/* broken on purpose: short, the wrong magic, a payload longer than the message */
+	switch (fz_below(40)) {
+	case 0:
+		*blen = fz_below(sizeof(*h));
+		return true;
+	case 1:
+		h->magic = (uint16_t)(WIRE_MAGIC ^ (1u << fz_below(16)));
+		return true;
+	case 2:
+		h->len = plen + 1 + fz_below(1000);
+		return true;
+	case 3:
+		*blen = sizeof(*h) + fz_below(plen + 1);
+		if (*blen == sizeof(*h) + plen)
+			*blen -= 1;
+		return plen > 0;
+	default:
+		return false;
+	}
+}
+
+START_TEST(t_fuzz_peer)
+{
+	static char buf[sizeof(struct wire_hdr) + FZ_CAP + 16 + (MAX_RECVS + 1) * sizeof(struct wire_cts_ent)];
+	static uint8_t shadow[FZ_CAP];
+	uint64_t seed = 0x0d1b7b5ull * 1000 + (uint64_t)_i;
+	/* how often the link takes a queued message: on some devices never,
+	 * so the peer's answers pile up against their bound */
+	int pop = _i % 3 == 0 ? 0 : 30;
+	/* and on others nothing is sent: the peer's CTSs pile up */
+	int sends = _i % 3 == 1 ? 0 : 20;
+
+	fz_state = seed;
+	for (int at = 0; at < FZ_MSGS_PER_DEV; at++) {
+		struct odlp_req *r;
+		uint64_t blen, errs;
+		int k = 0, cts, npend, nq;
+		bool broken;
+
+		if (fz_chance(30))
+			fz_post_recv();
+		if (fz_chance(sends))
+			fz_post_send();
+		if (td.cq_head && fz_chance(pop))
+			cq_pop(&td); /* the link took one */
+		errs = g_stats->errors;
+		cts = fz_sc->cts_count;
+		npend = tl->npend;
+		nq = nqueued(0, 0);
+		broken = fz_message(buf, &blen, &r, &k);
+		/* what the target entry holds before */
+		uint64_t got = r ? r->rgot[k] : 0, cap = r ? r->rcap[k] : 0;
+
+		if (r)
+			memcpy(shadow, r->rdata[k], cap);
+		/* exactly the message's bytes: a read past them is seen */
+		char *msg = malloc(blen ? blen : 1);
+
+		FZ_ASSERT(msg, "out of memory");
+		memcpy(msg, buf, blen);
+		handle_msg(&td, msg, blen, 1);
+		free(msg);
+		fz_check(seed, at);
+		if (broken) {
+			/* dropped whole, counted, nothing else changed */
+			FZ_ASSERT(g_stats->errors == errs + 1,
+				      "seed %llu message %d: a malformed message was not counted",
+				      (unsigned long long)seed, at);
+			FZ_ASSERT(fz_sc->cts_count == cts && tl->npend == npend && nqueued(0, 0) == nq,
+				  "seed %llu message %d: a malformed message changed the state",
+				  (unsigned long long)seed, at);
+		}
+		if (r) {
+			const struct wire_hdr *h = (const void *)buf;
+
+			if (r->rgot[k] != got) {
+				/* it took exactly the DATA's bytes at exactly its offset */
+				FZ_ASSERT(!broken && h->type == M_DATA && h->off == got &&
+						  r->rgot[k] == got + h->len,
+					  "seed %llu message %d: an entry took %llu bytes from a %s at %llu",
+					  (unsigned long long)seed, at,
+					  (unsigned long long)(r->rgot[k] - got),
+					  h->type == M_DATA ? "DATA" : "message", (unsigned long long)h->off);
+				memcpy(shadow + got, buf + sizeof(*h), h->len);
+				fz_check_entry(r, k, shadow, 0, r->rgot[k], seed, at);
+			} else {
+				fz_check_entry(r, k, shadow, 0, got, seed, at);
+			}
+		}
+		/* finished receives give their request back, as test() does */
+		for (int i = 0; i < fz_rc->nreqs; i++) {
+			struct odlp_req *q = &fz_rc->reqs[i];
+
+			if (q->in_use && q->done) {
+				for (int j = 0; j < q->n; j++)
+					free(q->rdata[j]);
+				q->in_use = 0;
+			}
+		}
+	}
+	/* the messages reached the data path, and the bounds were met */
+	FZ_ASSERT(g_stats->rx_msgs > 0 && g_stats->rx_bytes > 0 && g_stats->err_truncated > 0 &&
+			  g_stats->errors > 0,
+		  "seed %llu: entries done %llu, bytes %llu, truncated %llu, errors %llu",
+		  (unsigned long long)seed, (unsigned long long)g_stats->rx_msgs,
+		  (unsigned long long)g_stats->rx_bytes, (unsigned long long)g_stats->err_truncated,
+		  (unsigned long long)g_stats->errors);
+	FZ_ASSERT(tl->npend == PEND_MAX, "seed %llu: %d connects wait", (unsigned long long)seed,
+		  tl->npend);
+	FZ_ASSERT(pop || td.cq_answers == ANSWERS_MAX, "seed %llu: %d answers queued",
+		  (unsigned long long)seed, td.cq_answers);
+}
+END_TEST
+
+/* CTSs beyond the ring's room fail the comm instead of overwriting entries */
+START_TEST(t_cts_ring_bounded)
+{
+	struct odlp_comm *sc = new_comm(&td, K_SEND);
+	char buf[sizeof(struct wire_hdr) + sizeof(struct wire_cts_ent)] = { 0 };
+	struct wire_hdr *h = (struct wire_hdr *)buf;
+
+	ck_assert_ptr_nonnull(sc);
+	sc->peer_port = 7;
+	sc->peer_id = 20;
+	sc->state = S_READY;
+	h->magic = WIRE_MAGIC;
+	h->type = M_CTS;
+	h->sport = 7;
+	h->dst = sc->id;
+	h->src = 20;
+	h->idx = 1;
+	h->len = sizeof(struct wire_cts_ent);
+	for (int i = 0; i < CTS_RING; i++) {
+		h->seq = (uint32_t)i;
+		handle_msg(&td, buf, sizeof(buf), 1);
+	}
+	ck_assert_int_eq(sc->cts_count, CTS_RING);
+	ck_assert_int_eq(sc->state, S_READY);
+	ck_assert_int_eq(t_warns, 0);
+	h->seq = CTS_RING;
+	handle_msg(&td, buf, sizeof(buf), 1);
+	ck_assert_int_eq(sc->cts_count, CTS_RING);
+	ck_assert_int_eq(sc->state, S_FAILED);
+	ck_assert_int_eq(t_warns, 1);
+	/* the entries there are untouched: the first is still the first */
+	ck_assert_uint_eq(sc->cts[sc->cts_head].seq, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rccl-wire");
@@ -348,6 +794,12 @@ int main(void)
 	tcase_add_test(tc, t_peer_warns_bounded);
 	tcase_add_test(tc, t_busy_poll_choice);
 	tcase_add_test(tc, t_rail_parts);
+	tcase_add_test(tc, t_cts_ring_bounded);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("fuzz");
+	tcase_add_checked_fixture(tc, fz_setup, fz_teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, t_fuzz_peer, 0, FZ_DEVS);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
