@@ -1212,9 +1212,7 @@ static void match_sends(struct odlp_comm *c)
 		if (i == e->n)
 			return; /* FIFO: the head send's tag is not in the head receive */
 		e->used[i] = 1;
-		c->sq_head = r->qnext;
-		if (!c->sq_head)
-			c->sq_tail = NULL;
+		req_pop(&c->sq_head, &c->sq_tail);
 		r->matched = 1;
 		r->dst_seq = e->seq;
 		r->dst_idx = (uint32_t)i;
@@ -2934,12 +2932,7 @@ static ncclResult_t core_isend(void *sendComm, void *data, uint64_t size, int ta
 	r->ssize = size;
 	r->stag = tag;
 	r->smr = mhandle;
-	r->qnext = NULL;
-	if (c->sq_tail)
-		c->sq_tail->qnext = r;
-	else
-		c->sq_head = r;
-	c->sq_tail = r;
+	req_push(&c->sq_head, &c->sq_tail, r);
 	match_sends(c);
 	tx_pump(d);
 	prof_fill(r, 1, phandle ? &phandle : NULL);
