@@ -34,16 +34,13 @@
 /* unanswered LOGINs before odl_nudge_peers(), and how often after that */
 #define ODL_NUDGE_AFTER		4
 #define ODL_NUDGE_EVERY		8
+/* a key never registered: odl_nudge_peers() */
 #define ODL_NUDGE_KEY		"odlnudge"
 
 /* Property directory UUID: 3a8f5d27-91c4-4e0b-b6d2-0d15c0de7b50 */
 static const uuid_t odl_dir_uuid =
 	UUID_INIT(0x3a8f5d27, 0x91c4, 0x4e0b,
 		  0xb6, 0xd2, 0x0d, 0x15, 0xc0, 0xde, 0x7b, 0x50);
-/* the short-lived directory of odl_nudge_peers() */
-static const uuid_t odl_nudge_uuid =
-	UUID_INIT(0x3a8f5d27, 0x91c4, 0x4e0b,
-		  0xb6, 0xd2, 0x0d, 0x15, 0xc0, 0xde, 0x7b, 0x51);
 
 /* Handshake protocol UUID: 7c1e2b9a-4d63-4f8e-a5b0-0d1cab1e5b05 */
 static const uuid_t odl_proto_uuid =
@@ -1703,23 +1700,25 @@ static int odl_send_login(struct odl_dev *dev, u8 sequence)
  * properties just before this module registered its directory, and got
  * the notification before its device was registered, never learns of our
  * service: it has no device for us and leaves our LOGIN unanswered. When
- * logins go unanswered, make every peer re-read our properties: add and
- * remove an empty directory. The generation moves (the core notifies all
- * peers), the services do not, so connected peers are not disturbed.
+ * logins go unanswered, notify every peer again. Removing a directory that
+ * is not registered changes nothing but still notifies (xdomain.c, 6.1 to
+ * mainline); the stale peer re-reads and takes our block, whose generation
+ * is newer than the one it has. Our block itself stays as it is: a peer
+ * reads a block of more than 45 dwords in several requests and does not
+ * check that they saw one generation, so every change of the block while
+ * a peer reads it can cost that peer its view of us ("failed to parse
+ * XDomain properties"). The directory passed is ours, under another key:
+ * it is never found, never removed. A peer whose core gave up on us (error
+ * state, notifications ignored) is left alone: a UUID request would
+ * restart its handshake, but on a dual-lane link its side that bonds then
+ * asks for a link state change that ours refuses as not ready, and stock
+ * xdomain.c retries that once a second for ever (docs/testing.md).
  */
 static void odl_nudge_peers(struct odl_dev *dev)
 {
-	struct tb_property_dir *d;
-
-	d = tb_property_create_dir(&odl_nudge_uuid);
-	if (!d)
-		return;
-	if (!tb_register_property_dir(ODL_NUDGE_KEY, d)) {
-		dev_info(&dev->svc->dev,
-			 "peer does not answer LOGIN; asking it to re-read our properties\n");
-		tb_unregister_property_dir(ODL_NUDGE_KEY, d);
-	}
-	tb_property_free_dir(d);
+	dev_info(&dev->svc->dev,
+		 "peer does not answer LOGIN; asking it to re-read our properties\n");
+	tb_unregister_property_dir(ODL_NUDGE_KEY, odl_dir);
 }
 
 static void odl_login_work(struct work_struct *work)

@@ -9,8 +9,9 @@
 # deterministically: odl_tb5 on a, then on b while the cable drops every
 # control packet b -> a, until b gives up notifying. a has no device for
 # b. When the fault is gone, b's unanswered LOGINs make odl_tb5 ask every
-# peer to re-read its properties (odl_nudge_peers: an empty directory
-# added and removed), a finds b's service, both log in, data verifies.
+# peer to re-read its properties (odl_nudge_peers: the core's "properties
+# changed" notification without a change of b's property block), a finds
+# b's service, both log in, data verifies.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 tap_plan 8
