@@ -17,7 +17,7 @@ expect() {
 		not_ok "$name" "$(printf 'printed %s lines, want %s:\n%s' "$got" "$want" "$out")"
 	fi
 }
-tap_plan 9
+tap_plan 12
 expect "a clean log prints nothing" 0 0 <<'L'
 <6>[    1.000000] thunderbolt 0000:00:02.0: NHI initialized, starting thunderbolt
 <7>[    2.000000] thunderbolt 0-1: sending properties changed notification
@@ -44,6 +44,21 @@ expect "a WARNING and its stack (the WARNING twice: as itself and as the trace's
 <4>[    7.000000] WARNING: CPU: 0 PID: 1 at drivers/thunderbolt/nhi.c:1 ring_work+0x1/0x2
 <4>[    7.000001] Call Trace:
 <4>[    7.000002]  ring_work+0x10/0x20
+L
+expect "properties that changed while they were read are not (odl-hostile, CI)" 0 0 <<'L'
+<7>[   92.709058] thunderbolt 0-1: requesting remote properties
+<3>[   92.724844] thunderbolt 0-1: failed to parse XDomain properties
+<7>[   92.768715] thunderbolt 0000:00:02.0: 1: received XDomain properties changed request
+L
+expect "a properties block that did not change is" 1 0 <<'L'
+<7>[   30.000000] thunderbolt 0000:00:02.0: 1: received XDomain properties changed request
+<7>[   32.709058] thunderbolt 0-1: requesting remote properties
+<3>[   32.724844] thunderbolt 0-1: failed to parse XDomain properties
+<7>[   40.000000] thunderbolt 0000:00:02.0: 1: received XDomain properties changed request
+L
+expect "a change of another peer does not excuse it" 1 0 <<'L'
+<3>[   32.724844] thunderbolt 0-1: failed to parse XDomain properties
+<7>[   32.768715] thunderbolt 0000:00:02.0: 3: received XDomain properties changed request
 L
 expect "an RCU stall line" 1 0 <<'L'
 <3>[   75.000000] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
