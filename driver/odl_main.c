@@ -126,6 +126,31 @@ struct odl_xd_hdr {
 	u32 command_id;
 };
 
+/*
+ * A UUID request of the XDomain discovery protocol (router-cm.md 3.3),
+ * protocol UUID b638d70e-42ff-40bb-97c2-90e2c0b2ff07: the only message of
+ * that protocol odl_tb5 sends itself (odl_restart_peer()).
+ */
+static const uuid_t odl_xdp_uuid =
+	UUID_INIT(0xb638d70e, 0x42ff, 0x40bb,
+		  0x97, 0xc2, 0x90, 0xe2, 0xc0, 0xb2, 0xff, 0x07);
+#define ODL_XDP_UUID_REQUEST	12
+
+struct odl_xdp_uuid_req {
+	u32 route_hi;
+	u32 route_lo;
+	u32 length_sn;
+	uuid_t proto_uuid;
+	u32 type;
+};
+
+struct odl_xdp_uuid_resp {
+	struct odl_xdp_uuid_req hdr;
+	uuid_t src_uuid;
+	u32 src_route_hi;
+	u32 src_route_lo;
+};
+
 struct odl_xd_login {
 	struct odl_xd_hdr hdr;
 	u32 proto_min;
@@ -1708,11 +1733,7 @@ static int odl_send_login(struct odl_dev *dev, u8 sequence)
  * check that they saw one generation, so every change of the block while
  * a peer reads it can cost that peer its view of us ("failed to parse
  * XDomain properties"). The directory passed is ours, under another key:
- * it is never found, never removed. A peer whose core gave up on us (error
- * state, notifications ignored) is left alone: a UUID request would
- * restart its handshake, but on a dual-lane link its side that bonds then
- * asks for a link state change that ours refuses as not ready, and stock
- * xdomain.c retries that once a second for ever (docs/testing.md).
+ * it is never found, never removed.
  */
 static void odl_nudge_peers(struct odl_dev *dev)
 {
@@ -1721,10 +1742,49 @@ static void odl_nudge_peers(struct odl_dev *dev)
 	tb_unregister_property_dir(ODL_NUDGE_KEY, odl_dir);
 }
 
+/*
+ * A peer whose core gave up on us (its reads of our properties failed 10
+ * times, or one could not be parsed) has stopped its handshake: it ignores
+ * notifications and keeps the properties it had, until a UUID request
+ * arrives from us, which restarts it. Only a peer with the higher UUID is
+ * sent one: after the UUID exchange a restarted handshake bonds the lanes,
+ * and the side with the lower UUID asks the other for a link state
+ * change; our core, done with its own handshake, refuses that as not
+ * ready, and stock xdomain.c (6.1, 6.12) then retries once a second for
+ * ever. The higher side only waits for that request (it keeps the width
+ * agreed before, or gives up after its retries) and goes on to read our
+ * properties. The answer itself is not needed.
+ */
+static void odl_restart_peer(struct odl_dev *dev)
+{
+	struct tb_xdomain *xd = dev->xd;
+	struct odl_xdp_uuid_resp resp;
+	struct odl_xdp_uuid_req req;
+	int ret;
+
+	if (memcmp(xd->remote_uuid, xd->local_uuid, sizeof(uuid_t)) <= 0)
+		return;
+	dev_info(&dev->svc->dev,
+		 "sending the peer a UUID request (restarts its discovery if it gave up)\n");
+	memset(&req, 0, sizeof(req));
+	req.route_hi = upper_32_bits(xd->route);
+	req.route_lo = lower_32_bits(xd->route);
+	req.length_sn = (sizeof(req) / 4 - 3) & ODL_XD_LENGTH_MASK;
+	uuid_copy(&req.proto_uuid, &odl_xdp_uuid);
+	req.type = ODL_XDP_UUID_REQUEST;
+	memset(&resp, 0, sizeof(resp));
+	ret = tb_xdomain_request(xd, &req, sizeof(req), TB_CFG_PKG_XDOMAIN_REQ,
+				 &resp, sizeof(resp), TB_CFG_PKG_XDOMAIN_RESP,
+				 ODL_LOGIN_TIMEOUT_MS);
+	dev_dbg(&dev->svc->dev, "UUID request: %d, answer type %u\n", ret,
+		resp.hdr.type);
+}
+
 static void odl_login_work(struct work_struct *work)
 {
 	struct odl_dev *dev = container_of(to_delayed_work(work),
 					   struct odl_dev, login_work);
+	bool restart = false;
 	unsigned long delay;
 	int ret;
 
@@ -1755,12 +1815,17 @@ static void odl_login_work(struct work_struct *work)
 			    ODL_LOGIN_BACKOFF_MAX);
 		dev->login_retries++;
 		if (ret != -EPROTO && dev->login_retries >= ODL_NUDGE_AFTER &&
-		    (dev->login_retries - ODL_NUDGE_AFTER) % ODL_NUDGE_EVERY == 0)
+		    (dev->login_retries - ODL_NUDGE_AFTER) % ODL_NUDGE_EVERY == 0) {
 			odl_nudge_peers(dev);
+			restart = true;
+		}
 		queue_delayed_work(system_long_wq, &dev->login_work,
 				   msecs_to_jiffies(delay));
 	}
 	mutex_unlock(&dev->conn_lock);
+	/* not under conn_lock: the request waits for the peer's answer */
+	if (restart)
+		odl_restart_peer(dev);
 }
 
 /* READY to the peer: 0 acknowledged, -ESTALE the peer has another
