@@ -115,10 +115,15 @@ enum odl_xd_status {
 #define ODL_XD_SN_MASK		GENMASK(28, 27)
 #define ODL_XD_SN_SHIFT		27
 
-struct odl_xd_hdr {
+/* the first three dwords of every XDomain packet: odl_fill_head() */
+struct odl_xd_head {
 	u32 route_hi;
 	u32 route_lo;
 	u32 length_sn;
+};
+
+struct odl_xd_hdr {
+	struct odl_xd_head xd;
 	uuid_t proto_uuid;
 	uuid_t initiator_uuid;
 	uuid_t target_uuid;
@@ -137,9 +142,7 @@ static const uuid_t odl_xdp_uuid =
 #define ODL_XDP_UUID_REQUEST	12
 
 struct odl_xdp_uuid_req {
-	u32 route_hi;
-	u32 route_lo;
-	u32 length_sn;
+	struct odl_xd_head xd;
 	uuid_t proto_uuid;
 	u32 type;
 };
@@ -206,14 +209,21 @@ union odl_xd_any {
 	struct odl_xd_status_msg status;
 };
 
+/* route, and the length (dwords after the head) of a SIZE-byte packet */
+static void odl_fill_head(struct odl_xd_head *head, u64 route, u8 sequence,
+			  size_t size)
+{
+	head->route_hi = upper_32_bits(route);
+	head->route_lo = lower_32_bits(route);
+	head->length_sn = ((size - sizeof(*head)) / 4) & ODL_XD_LENGTH_MASK;
+	head->length_sn |= (sequence << ODL_XD_SN_SHIFT) & ODL_XD_SN_MASK;
+}
+
 static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
 			 const uuid_t *initiator, const uuid_t *target,
 			 u32 type, size_t size, u32 command_id)
 {
-	hdr->route_hi = upper_32_bits(route);
-	hdr->route_lo = lower_32_bits(route);
-	hdr->length_sn = ((size - 3 * 4) / 4) & ODL_XD_LENGTH_MASK;
-	hdr->length_sn |= (sequence << ODL_XD_SN_SHIFT) & ODL_XD_SN_MASK;
+	odl_fill_head(&hdr->xd, route, sequence, size);
 	uuid_copy(&hdr->proto_uuid, &odl_proto_uuid);
 	uuid_copy(&hdr->initiator_uuid, initiator);
 	uuid_copy(&hdr->target_uuid, target);
@@ -1767,9 +1777,7 @@ static void odl_restart_peer(struct odl_dev *dev)
 	dev_info(&dev->svc->dev,
 		 "sending the peer a UUID request (restarts its discovery if it gave up)\n");
 	memset(&req, 0, sizeof(req));
-	req.route_hi = upper_32_bits(xd->route);
-	req.route_lo = lower_32_bits(xd->route);
-	req.length_sn = (sizeof(req) / 4 - 3) & ODL_XD_LENGTH_MASK;
+	odl_fill_head(&req.xd, xd->route, 0, sizeof(req));
 	uuid_copy(&req.proto_uuid, &odl_xdp_uuid);
 	req.type = ODL_XDP_UUID_REQUEST;
 	memset(&resp, 0, sizeof(resp));
@@ -2046,11 +2054,11 @@ static int odl_handle_packet(const void *buf, size_t size, void *data)
 	    !uuid_equal(&pkt.hdr.initiator_uuid, xd->remote_uuid) ||
 	    !uuid_equal(&pkt.hdr.target_uuid, xd->local_uuid))
 		return 0;
-	route = ((u64)pkt.hdr.route_hi << 32) | pkt.hdr.route_lo;
+	route = ((u64)pkt.hdr.xd.route_hi << 32) | pkt.hdr.xd.route_lo;
 	route &= ~BIT_ULL(63);
 	if (route != xd->route)
 		return 0;
-	sequence = (pkt.hdr.length_sn & ODL_XD_SN_MASK) >> ODL_XD_SN_SHIFT;
+	sequence = (pkt.hdr.xd.length_sn & ODL_XD_SN_MASK) >> ODL_XD_SN_SHIFT;
 
 	switch (pkt.hdr.type) {
 	case ODL_XD_LOGIN:
