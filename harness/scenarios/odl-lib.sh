@@ -291,9 +291,12 @@ plugin_steps_passed() {
 # ("streaming": once a has received 8 MiB more; "quiet": only unmatched
 # receives posted) the cable is pulled; both must report the failure as
 # handled, a's DEV_A and b's DEV_B (the cable's device nodes) go away, and
-# after the replug both must report the round's reconnection. Four checks.
+# after the replug both must report the round's reconnection. Four checks;
+# five with a sixth argument "fused": before the replug both must also
+# have made new comms over the cable left and moved data over them
+# (netconf's "degraded exchange done").
 plugin_unplug_round() {
-	local n=$1 kind=$2 link=$3 da=$4 db=$5 base out=/tmp/$PF_OUT
+	local n=$1 kind=$2 link=$3 da=$4 db=$5 fused=${6:-} base out=/tmp/$PF_OUT
 	if wait_for "pf_both '# fault: round $n $kind'" 180 2; then
 		base=$(pf_rx_mib a)
 		if [ "$kind" = quiet ] || wait_for '[ "$(pf_rx_mib a)" -ge $((base + 8)) ]' 120 2; then
@@ -318,6 +321,15 @@ plugin_unplug_round() {
 	else
 		not_ok "round $n: the odl_tb5 devices of cable $link ($da on a, $db on b) went away with it" \
 			"$(vm a ls /dev 2>&1 | grep odl)" "$("$VMPAIR" cable --link "$link" status)"
+	fi
+	if [ -n "$fused" ]; then
+		if wait_for "pf_both 'fault: round $n degraded exchange done' || vm a grep -q netconf-exit= $out || vm b grep -q netconf-exit= $out" 300 2 &&
+			pf_both "fault: round $n degraded exchange done"; then
+			ok "round $n: with cable $link out, both made new comms over the fused device's other cable, 0 B .. 4 MiB both ways verified" \
+				"$(vm a grep "^# fault: round $n degraded" "$out")" "$(vm b grep "^# fault: round $n degraded" "$out")"
+		else
+			not_ok "round $n: with cable $link out, both made new comms over the fused device's other cable, 0 B .. 4 MiB both ways verified" "$(pf_outputs)"
+		fi
 	fi
 	"$VMPAIR" cable --link "$link" plug >/dev/null
 	if wait_for "pf_both 'fault: round $n reconnected' || vm a grep -q netconf-exit= $out || vm b grep -q netconf-exit= $out" 400 2 &&

@@ -119,8 +119,12 @@ struct odl_tb5_rccl_stats {
 				 * (makeVDevice), one each however many cables
 				 * carry it (each cable's part also counts in
 				 * op_isend / op_irecv) */
+	/* in place of a reserved word; 0 from older plugins */
+	uint64_t fused_degraded; /* fused listens and connects made over fewer
+				  * cables than their fused device has (the
+				  * others were down) */
 
-	uint64_t reserved[2];
+	uint64_t reserved[1];
 };
 
 _Static_assert(sizeof(struct odl_tb5_rccl_stats) == 328, "stats layout v1");

@@ -567,6 +567,9 @@ struct odlp_vdev {
  * process), checked against the devices at every use */
 static struct odlp_vdev g_vdevs[MAX_VDEVS];
 static int g_nvdev;
+/* per fused device: the cables up at its last listen (bit k: member k;
+ * 0 until the first), for logging a change once */
+static unsigned int g_vdev_live[MAX_VDEVS];
 static int vdev_members(int dev, int *devs);
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -3630,6 +3633,48 @@ static void vprof_end(struct vreq *q, int32_t status)
 	q->nprof = 0;
 }
 
+/*
+ * A fused device whose cables are not all up still listens, on the cables
+ * it has: v becomes the live members (in their order), and the handle names
+ * only those rails, so the connector (which follows the handle) and every
+ * message of the comm use them alone; the comm keeps that width for its
+ * life. A member that failed is opened again here when it can be (as a
+ * plain listen would). -1: none is up. The change of the live set is logged
+ * once (when it changes), each such listen counted in fused_degraded.
+ */
+static int vdev_live(int dev, struct odlp_vdev *v)
+{
+	unsigned int mask = 0, full = (1u << v->n) - 1;
+	int n = 0;
+
+	for (int k = 0; k < v->n; k++) {
+		struct odlp_dev *d = get_dev(v->devs[k]);
+
+		if (__atomic_load_n(&d->dead, __ATOMIC_ACQUIRE))
+			dev_revive(d);
+		if (!__atomic_load_n(&d->dead, __ATOMIC_ACQUIRE)) {
+			mask |= 1u << k;
+			v->devs[n++] = v->devs[k];
+		}
+	}
+	pthread_mutex_lock(&g_mu);
+	if (mask != full && n > 0)
+		STAT_ADD(fused_degraded, 1);
+	if (mask != g_vdev_live[dev - g_ndev]) {
+		if (mask != full)
+			WARN("fused device %s: %d of its %d cables up: new comms use those alone until the others are back",
+			     g_vdevs[dev - g_ndev].name, n, v->n);
+		else if (g_vdev_live[dev - g_ndev])
+			INFO("fused device %s: all %d cables up again", g_vdevs[dev - g_ndev].name, n);
+		g_vdev_live[dev - g_ndev] = mask;
+	}
+	pthread_mutex_unlock(&g_mu);
+	if (!n)
+		return -1;
+	v->n = n;
+	return n;
+}
+
 static ncclResult_t v_listen(int dev, void *handle, void **listenComm)
 {
 	struct odl_vhandle *vh = handle;
@@ -3639,6 +3684,8 @@ static ncclResult_t v_listen(int dev, void *handle, void **listenComm)
 
 	if (!vdev_get(dev, &v))
 		return fail(ncclInternalError);
+	if (vdev_live(dev, &v) < 0)
+		return fail(ncclSystemError); /* every cable down */
 	vc = vcomm_new(K_LISTEN, v.n, 0);
 	if (!vc)
 		return fail(ncclSystemError);
@@ -3779,6 +3826,13 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 		return fail(ncclSystemError);
 	memcpy(vc->sub, st->sub, sizeof(vc->sub));
 	vc->dev = dev;
+	{
+		struct odlp_vdev v;
+
+		/* the listener had fewer of the cables up (vdev_live) */
+		if (vdev_get(dev, &v) && n < v.n)
+			STAT_ADD(fused_degraded, 1);
+	}
 	vh->stage_cookie = 0;
 	vh->stage = 0;
 	vstage_unlink(st);

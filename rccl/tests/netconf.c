@@ -3624,6 +3624,87 @@ static void fault_round(int round, bool quiet)
 		   : "link failure mid-transfer: in-flight requests fail with ncclSystemError/ncclRemoteError, later calls fail, close and deregMr succeed");
 }
 
+/* the plugin's fused_degraded count (0 without statistics) */
+static uint64_t stats_degraded(void)
+{
+	const char *path = odl_tb5_rccl_stats_path();
+	const struct odl_tb5_rccl_stats *st = path ? stats_map(path) : NULL;
+	uint64_t v = 0;
+
+	if (!st)
+		return 0;
+	if (st->size >= offsetof(struct odl_tb5_rccl_stats, fused_degraded) + 8)
+		v = __atomic_load_n(&st->fused_degraded, __ATOMIC_RELAXED);
+	munmap((void *)st, sizeof(*st));
+	return v;
+}
+
+/* listen on device dev and close it again: the plugin's answer */
+static ncclResult_t listen_probe(int dev)
+{
+	unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+	void *l = NULL;
+	ncclResult_t e = n_listen(dev, h, &l);
+
+	if (e == ncclSuccess)
+		OKR(n_closeListen(l), "closeListen");
+	return e;
+}
+
+/* new comms, 0 B .. 4 MiB both ways with seed, verified, closed */
+static void fault_exchange(uint32_t seed)
+{
+	static const size_t sz[] = { 0, 1, 4097, 1u << 20, 4u << 20 };
+	struct area a2, b2;
+	void *s, *r;
+
+	setup_pair(&s, &r);
+	area_init(&a2, s, 6u << 20);
+	area_init(&b2, r, 6u << 20);
+	xfer_both(s, r, &a2, &b2, sz, 5, 0, seed);
+	area_free(&a2, s);
+	area_free(&b2, r);
+	barrier();
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+}
+
+/*
+ * After round's failure, with the pulled cable still out (the scenario
+ * plugs it back only once both ranks printed "degraded exchange done"): the
+ * fused device must still make comms, over the cable it has left, and they
+ * must carry 0 B .. 4 MiB both ways, verified; the pulled cable's own device
+ * must still refuse a listen (so it really was out), and the statistics
+ * must count the listens and the connect made that way.
+ */
+static void fault_degraded(int round)
+{
+	uint64_t deg0 = stats_degraded(), deg;
+	int down = 0;
+	ncclResult_t e;
+
+	e = listen_probe(g_dev);
+	CHECK(e == ncclSuccess, "fault: listen on the fused device with one cable out returned %d", (int)e);
+	for (int k = 0; k < g_fuse_n; k++) {
+		e = listen_probe(k);
+		CHECK(e == ncclSuccess || nccl_link_error(e), "fault: listen on device %d returned %d", k,
+		      (int)e);
+		down += e != ncclSuccess;
+	}
+	CHECK(down == 1, "fault: %d of the fused device's %d cables refuse a listen (1 expected)", down,
+	      g_fuse_n);
+	barrier();
+	fault_exchange(888 + (uint32_t)round);
+	deg = stats_degraded() - deg0;
+	CHECK(!odl_tb5_rccl_stats_path() || deg >= 3,
+	      "fault: statistics count %llu listens and connects over fewer cables (3 expected: two listens, a connect)",
+	      (unsigned long long)deg);
+	say("# fault: round %d degraded exchange done (%llu listens and connects over %d of %d cables)\n",
+	    round, (unsigned long long)deg, g_fuse_n - down, g_fuse_n);
+	fflush(stdout);
+	pass("with a cable of the fused device out, the same process connects over the cables left: new comms carry 0 B .. 4 MiB both ways, verified");
+}
+
 /* after round's failure: connect again once the link is back */
 static void fault_revive(int round)
 {
@@ -3631,36 +3712,38 @@ static void fault_revive(int round)
 	const struct odl_tb5_rccl_stats *st = path ? stats_map(path) : NULL;
 	uint64_t rev0 = st && st->size >= offsetof(struct odl_tb5_rccl_stats, revivals) + 8
 				? __atomic_load_n(&st->revivals, __ATOMIC_RELAXED) : 0;
-	static const size_t sz[] = { 0, 1, 4097, 1u << 20, 4u << 20 };
 	unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
-	struct area a2, b2;
-	void *l = NULL, *s, *r;
+	void *l = NULL;
 	int tries = 0;
 	double t0 = now_s();
+	bool fused = g_dev == g_fuse_dev;
+	uint64_t deg0;
 	ncclResult_t e;
 
 	say("# fault: round %d link down handled\n", round);
 	fflush(stdout);
-	while ((e = n_listen(g_dev, h, &l)) != ncclSuccess) {
-		CHECK(nccl_link_error(e), "fault: listen on the failed device returned %d", (int)e);
-		CHECK(now_s() - t0 < 3 * g_deadline_s, "fault: the link did not come back in %.0f s",
-		      3 * g_deadline_s);
-		tries++;
-		sleep_ms(250);
+	if (fused) {
+		fault_degraded(round);
+		t0 = now_s();
 	}
-	OKR(n_closeListen(l), "closeListen");
+	/* a fused device listens on the cables it has: wait for each */
+	for (int k = fused ? 0 : g_dev; k < (fused ? g_fuse_n : g_dev + 1); k++) {
+		while ((e = n_listen(k, h, &l)) != ncclSuccess) {
+			CHECK(nccl_link_error(e), "fault: listen on the failed device returned %d", (int)e);
+			CHECK(now_s() - t0 < 3 * g_deadline_s, "fault: the link did not come back in %.0f s",
+			      3 * g_deadline_s);
+			tries++;
+			sleep_ms(250);
+		}
+		OKR(n_closeListen(l), "closeListen");
+	}
+	deg0 = stats_degraded();
 	say("# fault: round %d device usable again after %.1f s (%d listen attempts refused)\n", round,
 	    now_s() - t0, tries);
 	barrier();
-	setup_pair(&s, &r);
-	area_init(&a2, s, 6u << 20);
-	area_init(&b2, r, 6u << 20);
-	xfer_both(s, r, &a2, &b2, sz, 5, 0, 777 + (uint32_t)round);
-	area_free(&a2, s);
-	area_free(&b2, r);
-	barrier();
-	OKR(n_closeSend(s), "closeSend");
-	OKR(n_closeRecv(r), "closeRecv");
+	fault_exchange(777 + (uint32_t)round);
+	CHECK(stats_degraded() == deg0,
+	      "fault: with every cable back, a listen or connect still went over fewer cables (statistics)");
 	if (st) {
 		uint64_t rev = __atomic_load_n(&st->revivals, __ATOMIC_RELAXED) - rev0;
 

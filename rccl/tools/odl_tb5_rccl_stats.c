@@ -49,6 +49,7 @@ static const struct field {
 	FLD(zc_regs),	     FLD(zc_fallbacks),	 FLD(cts_urgent),    FLD(idle_wakeups),
 	FLD(dmabuf_regs),    FLD(dmabuf_imports), FLD(revivals),     FLD(pings),
 	FLD(peer_lost),	     FLD(caller_reaps),  FLD(busy_poll_reaps), FLD(fused_ops),
+	FLD(fused_degraded),
 };
 #define NFIELDS (sizeof(g_fields) / sizeof(g_fields[0]))
 
