@@ -99,6 +99,16 @@ single 1 "bad device spec" "cannot open device 'nonsense'" --client --device non
 single 1 "missing kernel device" 'cannot open device .*No such device|no such device' --client --device 4242
 single 1 "no server: bounded wait" 'no server \(timed out\)' --client --device "shm:${NAME}_none" --timeout 300
 single 1 "size above the maximum" 'exceeds the device' --client --device "shm:${NAME}_big" --size 65M --timeout 300
+single 1 "--list takes no --server" 'takes no --server or --client' --list --server
+# --list: the kernel devices of this machine (none on a build host; the
+# odl-basic VM scenario checks a real one against the thunderbolt core)
+if ls /dev/odl_tb5_[0-9]* >/dev/null 2>&1; then
+	single 0 "--list names this machine's devices" '^/dev/odl_tb5_[0-9]+$' --list
+	single 0 "--list --json" '^\{"devices":\[\{"name":"/dev/odl_tb5_' --list --json
+else
+	single 1 "--list without a device: exit 1, says so" 'no odl_tb5 devices \(is odl_tb5.ko loaded' --list
+	single 1 "--list --json without a device: an empty list, exit 1" '^\{"devices":\[\]\}$' --list --json
+fi
 
 # the server disappears in the middle of a run: the client fails, no hang
 dev="shm:${NAME}_kill"

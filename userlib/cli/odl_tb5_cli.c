@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -49,7 +50,7 @@ struct ctl {
 };
 
 struct opts {
-	bool server, client, json, verify, busy, user_mem;
+	bool server, client, list, json, verify, busy, user_mem;
 	enum test test;
 	const char *device;
 	uint32_t port;
@@ -1431,12 +1432,136 @@ static uint64_t parse_size(const char *s, const char *what)
 	return v * mul;
 }
 
+/* ------------------------------------------------------------------ */
+/* --list: the kernel devices present */
+
+/* one line of /sys/class/odl_tb5/odl_tb5_N/ATTR (or the misc class), cut
+ * to printable characters; "" when there is none */
+static void sysfs_attr(int index, const char *attr, char *out, size_t len)
+{
+	static const char *const cls[] = { "odl_tb5", "misc" };
+	size_t n = 0;
+
+	out[0] = 0;
+	for (unsigned int i = 0; i < 2 && !out[0]; i++) {
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/class/%s/odl_tb5_%d/%s", cls[i], index, attr);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (!fgets(out, (int)len, f))
+			out[0] = 0;
+		fclose(f);
+	}
+	for (n = 0; out[n]; n++)
+		if (out[n] == '\n') {
+			out[n] = 0;
+			break;
+		} else if (out[n] < 0x20 || out[n] > 0x7e || out[n] == '"' || out[n] == '\\') {
+			out[n] = '?';
+		}
+}
+
+static const char *state_name(uint32_t st)
+{
+	static const char *const names[] = { "waiting", "connected", "disconnected", "error" };
+
+	return st < 4 ? names[st] : "unknown";
+}
+
+static int info_cmp(const void *a, const void *b)
+{
+	const struct odl_tb5_info *x = a, *y = b;
+
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+/*
+ * Every /dev/odl_tb5_N with what its driver reports: the peer it reaches,
+ * the link, the driver ABI, limits, and the flow-control state from sysfs.
+ * 0 with at least one device; 1 (and a message) with none.
+ */
+static int run_list(void)
+{
+	struct odl_tb5_info inf[64];
+	int n = odl_tb5_list(inf, 64);
+
+	if (n < 0)
+		die("cannot list the odl_tb5 devices: %s", odl_tb5_strerror(n));
+	if (n > 64)
+		n = 64;
+	qsort(inf, (size_t)n, sizeof(inf[0]), info_cmp);
+	if (O.json)
+		printf("{\"devices\":[");
+	for (int i = 0; i < n; i++) {
+		const struct odl_tb5_info *d = &inf[i];
+		char local[37], peer[37], fc[64], mit[256];
+		uint32_t total = d->link_speed_gbps * d->link_lanes;
+
+		odl_tb5_uuid_to_str(d->local_uuid, local);
+		odl_tb5_uuid_to_str(d->peer_uuid, peer);
+		sysfs_attr(d->index, "flow_control", fc, sizeof(fc));
+		sysfs_attr(d->index, "mitigations", mit, sizeof(mit));
+		if (O.json) {
+			printf("%s{\"name\":\"%s\",\"index\":%d,\"state\":\"%s\","
+			       "\"local_uuid\":\"%s\",\"peer_uuid\":\"%s\","
+			       "\"link_gbps\":%u,\"lane_gbps\":%u,\"lanes\":%u,"
+			       "\"abi\":\"%u.%u\",\"max_msg_size\":%" PRIu64 ","
+			       "\"ring_bytes\":%" PRIu64 ",\"flow_control\":\"%s\","
+			       "\"mitigations\":\"%s\"}",
+			       i ? "," : "", d->name, d->index, state_name(d->state), local, peer,
+			       total, d->link_speed_gbps, d->link_lanes, d->abi_version >> 16,
+			       d->abi_version & 0xffff, d->max_msg_size, d->ring_bytes, fc, mit);
+			continue;
+		}
+		printf("%s\n", d->name);
+		printf("  state:         %s\n", state_name(d->state));
+		printf("  local UUID:    %s\n", local);
+		printf("  peer UUID:     %s\n", peer);
+		if (total)
+			printf("  link:          %u Gb/s (%u x %u Gb/s)\n", total, d->link_lanes,
+			       d->link_speed_gbps);
+		else
+			printf("  link:          rate unknown\n");
+		printf("  driver ABI:    %u.%u\n", d->abi_version >> 16, d->abi_version & 0xffff);
+		printf("  max message:   %" PRIu64 " bytes\n", d->max_msg_size);
+		printf("  ring:          %" PRIu64 " bytes per direction\n", d->ring_bytes);
+		if (fc[0])
+			printf("  flow control:  %s\n", fc);
+		if (mit[0])
+			printf("  mitigations:   %s\n", mit);
+	}
+	if (O.json)
+		printf("]}\n");
+	if (!n) {
+		glob_t g;
+
+		/* nodes the library could not open (permissions: mode 0660) */
+		if (glob("/dev/odl_tb5_[0-9]*", 0, NULL, &g) == 0) {
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				if (access(g.gl_pathv[i], R_OK | W_OK) != 0)
+					fprintf(stderr, "%s: %s: %s\n", prog, g.gl_pathv[i],
+						strerror(errno));
+			globfree(&g);
+		}
+		fprintf(stderr, "%s: no odl_tb5 devices (is odl_tb5.ko loaded, a cable plugged and the peer's driver loaded?)\n",
+			prog);
+		return 1;
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: %s --server|--client [options]\n"
+"       %s --list [--json]\n"
 "  -s, --server              wait for a client, run the test it asks for\n"
 "  -c, --client              run a test against a server\n"
+"  -l, --list                the kernel devices (/dev/odl_tb5_N): state, peer,\n"
+"                            link rate, driver ABI, limits, flow control\n"
 "  -d, --device SPEC         device index (0), /dev/odl_tb5_N, peer UUID, or\n"
 "                            shm:NAME (shared memory; server = side a, client = b)\n"
 "                            default: $ODL_TB5_DEVICE, else 0\n"
@@ -1458,8 +1583,9 @@ static void usage(FILE *f)
 "      --seed N              pattern seed\n"
 "      --corrupt-at N        (testing) corrupt the client's N-th message (1-based)\n"
 "  -h, --help\n"
-"Exit status: 0 success; 1 any failure (bad arguments, peer gone, verify mismatch).\n",
-		prog, MAX_STREAMS);
+"Exit status: 0 success; 1 any failure (bad arguments, peer gone, verify mismatch,\n"
+"no device to --list).\n",
+		prog, prog, MAX_STREAMS);
 }
 
 int main(int argc, char **argv)
@@ -1467,6 +1593,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "server", no_argument, NULL, 's' },
 		{ "client", no_argument, NULL, 'c' },
+		{ "list", no_argument, NULL, 'l' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "test", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'S' },
@@ -1491,10 +1618,11 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	O.load_size = 65536;
-	while ((c = getopt_long(argc, argv, "scd:t:S:n:D:m:p:w:T:bjh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "scld:t:S:n:D:m:p:w:T:bjh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': O.server = true; break;
 		case 'c': O.client = true; break;
+		case 'l': O.list = true; break;
 		case 'd': O.device = optarg; break;
 		case 't':
 			for (i = 0; i <= T_MIMO; i++)
@@ -1557,6 +1685,11 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		die("unexpected argument '%s' (see --help)", argv[optind]);
+	if (O.list) {
+		if (O.server || O.client)
+			die("--list lists the devices; it takes no --server or --client");
+		return run_list();
+	}
 	if (O.server == O.client)
 		die("give exactly one of --server and --client (see --help)");
 	if (O.iters && O.duration > 0)
