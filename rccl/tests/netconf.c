@@ -1097,6 +1097,9 @@ static void t_bad_calls(int ndev)
 	}
 	CHECK(n_connect(ndev, h, &c) != ncclSuccess, "connect(bad dev)");
 	CHECK(n_connect(0, NULL, &c) != ncclSuccess, "connect(NULL handle)");
+	/* this process's own listener (NCCL does that only for its GPU-Direct
+	 * probe, which a host-only plugin never triggers) */
+	CHECK(n_connect(0, h, &c) == ncclInvalidUsage && c == NULL, "connect to our own listen handle");
 	OKR(n_closeListen(l), "closeListen");
 	CHECK(n_accept(NULL, &c) != ncclSuccess && c == NULL, "accept(NULL)");
 	CHECK(n_regmr(NULL, h, 16, NCCL_PTR_HOST, &mh) != ncclSuccess, "regMr(NULL comm)");
@@ -2348,6 +2351,44 @@ static void t_rails(int ndev)
 
 /* ---- a fused device (--fuse, with --rails N) ------------------------- */
 
+/*
+ * Fused handles connect must refuse (ncclInvalidUsage, no comm, nothing
+ * left pending): this process's own, a rail count of 0 or above 4, a rail
+ * with port 0, and one whose first rail's controller no device here
+ * reaches. Bytes of the plugin's fused handle: 16 the listener's instance,
+ * 48 the rail count, 56 + 16 k rail k (controller UUID's first 8 bytes,
+ * listen comm, port at + 12).
+ */
+static void t_fuse_bad_handles(int d)
+{
+	unsigned char h[NCCL_NET_HANDLE_MAXSIZE], bad[NCCL_NET_HANDLE_MAXSIZE];
+	static const uint32_t rails[] = { 0, 5 };
+	void *l = NULL, *c = (void *)1;
+
+	OKR(n_listen(d, h, &l), "listen(fused)");
+	CHECK(n_connect(d, h, &c) == ncclInvalidUsage && c == NULL,
+	      "connect to our own fused listen handle");
+	for (int i = 0; i < 2; i++) {
+		memcpy(bad, h, sizeof(bad));
+		memcpy(bad + 48, &rails[i], 4);
+		c = (void *)1;
+		CHECK(n_connect(d, bad, &c) == ncclInvalidUsage && c == NULL,
+		      "connect with a fused handle of %u rails", rails[i]);
+	}
+	memcpy(bad, h, sizeof(bad));
+	bad[68] = 0;
+	c = (void *)1;
+	CHECK(n_connect(d, bad, &c) == ncclInvalidUsage && c == NULL,
+	      "connect with a fused handle with port 0 on a rail");
+	memcpy(bad, h, sizeof(bad));
+	bad[16] ^= 0x5a; /* another process's */
+	memset(bad + 56, 0xee, 8);
+	c = (void *)1;
+	CHECK(n_connect(d, bad, &c) == ncclInvalidUsage && c == NULL,
+	      "connect with a fused handle whose rail no device reaches");
+	OKR(n_closeListen(l), "closeListen(fused)");
+}
+
 /* makeVDevice of the table in use (v9 and later), props NULL with n < 0 */
 static ncclResult_t n_make(int *d, int n, const int *devs)
 {
@@ -2432,8 +2473,10 @@ static int t_fuse(int ndev)
 	CHECK(n_props(d + 1, &m) != ncclSuccess, "getProperties(%d) past the fused device", d + 1);
 	say("# fused device %d: name %s guid %016llx speed %d Mbps\n", d, p.name,
 	    (unsigned long long)p.guid, p.speed);
+	t_fuse_bad_handles(d);
 	pass("fuse: makeVDevice refuses bad fusions with the NCCL error code; the fused device "
-	     "follows the physical ones and adds up their properties");
+	     "follows the physical ones and adds up their properties; connects with bad fused "
+	     "handles are refused (ncclInvalidUsage, no comm)");
 	return n;
 }
 
