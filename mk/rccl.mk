@@ -341,10 +341,4 @@ coverage-rccl: $(RCCL_COV_OUT)/netconf $(RCCL_COV_OUT)/$(RCCL_SO_NAME) $(RCCL_CO
 	lcov --quiet --extract $(RCCL_COV_REPORT)/all.info '$(RCCL_DIR)/src/*' \
 	  --output-file $(RCCL_COV_REPORT)/plugin.info
 	genhtml --quiet $(RCCL_COV_REPORT)/plugin.info --output-directory $(RCCL_COV_REPORT)
-	@lcov --summary $(RCCL_COV_REPORT)/plugin.info 2>&1 | tee $(RCCL_COV_REPORT)/summary.txt
-	@pct=$$(sed -n 's/^ *lines\.*: *\([0-9.]*\)%.*/\1/p' $(RCCL_COV_REPORT)/summary.txt); \
-	 if [ -z "$$pct" ]; then echo "coverage-rccl: no line coverage figure" >&2; exit 1; fi; \
-	 echo "coverage-rccl: rccl/src/plugin.c line coverage $$pct% (minimum $(RCCL_COV_MIN)%)"; \
-	 echo "coverage-rccl: report $(RCCL_COV_REPORT)/index.html"; \
-	 awk -v p="$$pct" -v m="$(RCCL_COV_MIN)" 'BEGIN { exit !(p + 0 >= m + 0) }' || \
-	   { echo "coverage-rccl: FAIL: below $(RCCL_COV_MIN)%" >&2; exit 1; }
+	@bash $(TOP)/mk/cov-gate.sh coverage-rccl 'rccl/src/plugin.c' $(RCCL_COV_REPORT)/plugin.info $(RCCL_COV_MIN) $(RCCL_COV_REPORT)

@@ -96,10 +96,4 @@ coverage-core: $(UNIT_OUT)/core-cov/test_core
 	  --output-file $(UNIT_COV_OUT)/core.info
 	genhtml --quiet $(UNIT_COV_OUT)/core.info \
 	  --output-directory $(UNIT_COV_OUT)
-	@lcov --summary $(UNIT_COV_OUT)/core.info 2>&1 | tee $(UNIT_COV_OUT)/summary.txt
-	@pct=$$(sed -n 's/^ *lines\.*: *\([0-9.]*\)%.*/\1/p' $(UNIT_COV_OUT)/summary.txt); \
-	 if [ -z "$$pct" ]; then echo "coverage-core: no line coverage figure" >&2; exit 1; fi; \
-	 echo "coverage-core: hw-model/core line coverage $$pct% (minimum $(UNIT_COV_MIN)%)"; \
-	 echo "coverage-core: report $(UNIT_COV_OUT)/index.html"; \
-	 awk -v p="$$pct" -v m="$(UNIT_COV_MIN)" 'BEGIN { exit !(p + 0 >= m + 0) }' || \
-	   { echo "coverage-core: FAIL: below $(UNIT_COV_MIN)%" >&2; exit 1; }
+	@bash $(TOP)/mk/cov-gate.sh coverage-core 'hw-model/core' $(UNIT_COV_OUT)/core.info $(UNIT_COV_MIN) $(UNIT_COV_OUT)

@@ -162,10 +162,4 @@ coverage-userlib: $(USERLIB_OUT)/t-cov/test_userlib $(USERLIB_OUT)/t-cov/odl_tb5
 	@lcov --list $(USERLIB_COV_OUT)/userlib.info 2>/dev/null | tee $(USERLIB_COV_OUT)/files.txt
 	@lcov --summary $(USERLIB_COV_OUT)/userlib.info 2>&1 | \
 	  sed -n 's/^ *lines\.*: */coverage-userlib: all of userlib (incl. kernel backend): /p'
-	@lcov --summary $(USERLIB_COV_OUT)/host.info 2>&1 | tee $(USERLIB_COV_OUT)/summary.txt
-	@pct=$$(sed -n 's/^ *lines\.*: *\([0-9.]*\)%.*/\1/p' $(USERLIB_COV_OUT)/summary.txt); \
-	 if [ -z "$$pct" ]; then echo "coverage-userlib: no line coverage figure" >&2; exit 1; fi; \
-	 echo "coverage-userlib: core + shm + CLI line coverage $$pct% (minimum $(USERLIB_COV_MIN)%)"; \
-	 echo "coverage-userlib: report $(USERLIB_COV_OUT)/index.html"; \
-	 awk -v p="$$pct" -v m="$(USERLIB_COV_MIN)" 'BEGIN { exit !(p + 0 >= m + 0) }' || \
-	   { echo "coverage-userlib: FAIL: below $(USERLIB_COV_MIN)%" >&2; exit 1; }
+	@bash $(TOP)/mk/cov-gate.sh coverage-userlib 'core + shm + CLI' $(USERLIB_COV_OUT)/host.info $(USERLIB_COV_MIN) $(USERLIB_COV_OUT)
