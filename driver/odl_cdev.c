@@ -163,7 +163,102 @@ static struct attribute *odl_dev_attrs[] = {
 	&dev_attr_mitigations.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(odl_dev);
+
+/*
+ * statistics/: one read-only file per device counter (the GET_STATS
+ * counters and the driver's own), like a network interface's, for
+ * monitoring without an ioctl client; a reset through GET_STATS shows here.
+ */
+struct odl_stat_attr {
+	struct device_attribute attr;
+	size_t off;
+};
+
+static ssize_t odl_stat_show(struct device *d, struct device_attribute *a,
+			     char *buf)
+{
+	struct odl_dev *dev = dev_get_drvdata(d);
+	size_t off = container_of(a, struct odl_stat_attr, attr)->off;
+	u64 v;
+
+	spin_lock(&dev->lock);
+	v = *(u64 *)((char *)&dev->stats + off);
+	spin_unlock(&dev->lock);
+	return sysfs_emit(buf, "%llu\n", v);
+}
+
+#define ODL_STAT(name)							\
+	static struct odl_stat_attr odl_stat_##name = {			\
+		.attr = __ATTR(name, 0444, odl_stat_show, NULL),	\
+		.off = offsetof(struct odl_stats, name),		\
+	}
+
+ODL_STAT(tx_msgs);
+ODL_STAT(tx_bytes);
+ODL_STAT(tx_frames);
+ODL_STAT(rx_msgs);
+ODL_STAT(rx_bytes);
+ODL_STAT(rx_frames);
+ODL_STAT(seq_errors);
+ODL_STAT(len_errors);
+ODL_STAT(desc_errors);
+ODL_STAT(drops);
+ODL_STAT(credit_stalls);
+ODL_STAT(link_resets);
+ODL_STAT(logins);
+ODL_STAT(rx_stalls);
+ODL_STAT(irq_recoveries);
+ODL_STAT(tx_wedges);
+ODL_STAT(e2e_fallbacks);
+ODL_STAT(sw_credit_stalls);
+ODL_STAT(credit_frames);
+ODL_STAT(link_changes);
+ODL_STAT(urgent_ahead);
+ODL_STAT(no_port);
+
+static struct attribute *odl_stat_attrs[] = {
+	&odl_stat_tx_msgs.attr.attr,
+	&odl_stat_tx_bytes.attr.attr,
+	&odl_stat_tx_frames.attr.attr,
+	&odl_stat_rx_msgs.attr.attr,
+	&odl_stat_rx_bytes.attr.attr,
+	&odl_stat_rx_frames.attr.attr,
+	&odl_stat_seq_errors.attr.attr,
+	&odl_stat_len_errors.attr.attr,
+	&odl_stat_desc_errors.attr.attr,
+	&odl_stat_drops.attr.attr,
+	&odl_stat_credit_stalls.attr.attr,
+	&odl_stat_link_resets.attr.attr,
+	&odl_stat_logins.attr.attr,
+	&odl_stat_rx_stalls.attr.attr,
+	&odl_stat_irq_recoveries.attr.attr,
+	&odl_stat_tx_wedges.attr.attr,
+	&odl_stat_e2e_fallbacks.attr.attr,
+	&odl_stat_sw_credit_stalls.attr.attr,
+	&odl_stat_credit_frames.attr.attr,
+	&odl_stat_link_changes.attr.attr,
+	&odl_stat_urgent_ahead.attr.attr,
+	&odl_stat_no_port.attr.attr,
+	NULL,
+};
+/* every counter of struct odl_stats has its file */
+static_assert(ARRAY_SIZE(odl_stat_attrs) - 1 ==
+	      sizeof(struct odl_stats) / sizeof(u64));
+
+static const struct attribute_group odl_dev_group = {
+	.attrs = odl_dev_attrs,
+};
+
+static const struct attribute_group odl_stat_group = {
+	.name = "statistics",
+	.attrs = odl_stat_attrs,
+};
+
+static const struct attribute_group *odl_dev_groups[] = {
+	&odl_dev_group,
+	&odl_stat_group,
+	NULL,
+};
 
 /*
  * Buffer areas are kernel memory the OOM killer cannot charge to their

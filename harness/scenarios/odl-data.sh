@@ -10,10 +10,12 @@
 # mmap'd buffers and between pinned user memory (MEM_REG) on both ends.
 # Urgent messages (ABI 1.5) go out ahead of queued ones that have not
 # started, and only with the flag. Messages for a port nobody holds are
-# counted in no_port (ABI 1.6), not in drops.
+# counted in no_port (ABI 1.6), not in drops. The counters read through
+# GET_STATS are the same in sysfs (statistics/, a file each) and in
+# `odl_tb5_cli --list --json`.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 12
+tap_plan 14
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -56,6 +58,39 @@ else
 	not_ok "a -> b port 250 (nobody bound): 3 messages counted in b's no_port, not in drops" \
 		"$out" "before: no_port=$np0 drops=$dr0" "after: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
+# GET_STATS (odl_xfer stats), sysfs statistics/ and the CLI's --list: the
+# same values, read while the link is quiet (two GET_STATS around the other
+# two must agree, else read again)
+stats_three_ways() {
+	local v=$1
+	vm "$v" /tmp/odl_xfer stats >"$VMPAIR_STATE/st1-$v" &&
+		vm "$v" sh -c 'for f in /sys/class/odl_tb5/odl_tb5_0/statistics/*; do echo "${f##*/}=$(cat "$f")"; done' \
+			>"$VMPAIR_STATE/sysfs-$v" &&
+		vm "$v" /tmp/odl_tb5_cli --list --json >"$VMPAIR_STATE/cli-$v" &&
+		vm "$v" /tmp/odl_xfer stats >"$VMPAIR_STATE/st2-$v" &&
+		python3 - "$VMPAIR_STATE" "$v" <<'PYEOF'
+import json, sys
+d, v = sys.argv[1], sys.argv[2]
+kv = lambda f: dict(x.split("=", 1) for x in open("%s/%s-%s" % (d, f, v)).read().split())
+a, b = kv("st1"), kv("st2")
+sysfs = {k: int(x) for k, x in kv("sysfs").items()}
+cli = json.load(open("%s/cli-%s" % (d, v)))["devices"][0]["statistics"]
+assert a == b, "the counters moved while being read"
+assert len(sysfs) == 22 and cli == sysfs, (sysfs, cli)
+bad = [k for k in a if sysfs.get(k) != int(a[k])]
+assert not bad, "sysfs differs from GET_STATS in %s: %s / %s" % (bad, sysfs, a)
+assert int(a["tx_msgs"]) > 0 and int(a["rx_msgs"]) > 0, a
+print("%d counters, %d of them in GET_STATS: equal (tx_msgs %s, rx_msgs %s)" % (len(sysfs), len(a), a["tx_msgs"], a["rx_msgs"]))
+PYEOF
+}
+for v in a b; do
+	if wait_for "stats_three_ways $v" 60; then
+		ok "$v: the counters in sysfs (statistics/) and odl_tb5_cli --list --json equal GET_STATS" "$(stats_three_ways $v 2>&1)"
+	else
+		not_ok "$v: the counters in sysfs (statistics/) and odl_tb5_cli --list --json equal GET_STATS" \
+			"$(stats_three_ways $v 2>&1)" "$(cat "$VMPAIR_STATE/sysfs-$v")"
+	fi
+done
 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops" b
 odl_check_clean
 tap_done

@@ -12,6 +12,7 @@
  * index) and checked on receipt unless --no-verify.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <glob.h>
 #include <inttypes.h>
@@ -1464,6 +1465,50 @@ static void sysfs_attr(int index, const char *attr, char *out, size_t len)
 		}
 }
 
+/*
+ * The driver's counters (statistics/, one file each, names sorted) as
+ * "name=value" separated by sep, or as JSON members ("name":value); ""
+ * when the driver has none (before 2026-11-29)
+ */
+static void sysfs_counters(int index, bool json, char *out, size_t len)
+{
+	static const char *const cls[] = { "odl_tb5", "misc" };
+	struct dirent **ents = NULL;
+	char dir[128];
+	size_t used = 0;
+	int n = -1;
+
+	out[0] = 0;
+	for (unsigned int i = 0; i < 2 && n < 0; i++) {
+		snprintf(dir, sizeof(dir), "/sys/class/%s/odl_tb5_%d/statistics", cls[i], index);
+		n = scandir(dir, &ents, NULL, alphasort);
+	}
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		unsigned long long v;
+		char path[400], val[32];
+		bool ok = name[0] != '.' && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") ==
+						  strlen(name);
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		f = ok ? fopen(path, "re") : NULL;
+		ok = f && fgets(val, sizeof(val), f) && sscanf(val, "%llu", &v) == 1;
+		if (f)
+			fclose(f);
+		if (ok && used < len) {
+			int w = snprintf(out + used, len - used, json ? "%s\"%s\":%llu" : "%s%s=%llu",
+					 used ? (json ? "," : " ") : "", name, v);
+
+			used = w > 0 && (size_t)w < len - used ? used + (size_t)w : len;
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	if (used >= len) /* cut: keep whole entries only */
+		out[0] = 0;
+}
+
 static const char *state_name(uint32_t st)
 {
 	static const char *const names[] = { "waiting", "connected", "disconnected", "error" };
@@ -1497,23 +1542,24 @@ static int run_list(void)
 		printf("{\"devices\":[");
 	for (int i = 0; i < n; i++) {
 		const struct odl_tb5_info *d = &inf[i];
-		char local[37], peer[37], fc[64], mit[256];
+		char local[37], peer[37], fc[64], mit[256], cnt[2048];
 		uint32_t total = d->link_speed_gbps * d->link_lanes;
 
 		odl_tb5_uuid_to_str(d->local_uuid, local);
 		odl_tb5_uuid_to_str(d->peer_uuid, peer);
 		sysfs_attr(d->index, "flow_control", fc, sizeof(fc));
 		sysfs_attr(d->index, "mitigations", mit, sizeof(mit));
+		sysfs_counters(d->index, O.json, cnt, sizeof(cnt));
 		if (O.json) {
 			printf("%s{\"name\":\"%s\",\"index\":%d,\"state\":\"%s\","
 			       "\"local_uuid\":\"%s\",\"peer_uuid\":\"%s\","
 			       "\"link_gbps\":%u,\"lane_gbps\":%u,\"lanes\":%u,"
 			       "\"abi\":\"%u.%u\",\"max_msg_size\":%" PRIu64 ","
 			       "\"ring_bytes\":%" PRIu64 ",\"flow_control\":\"%s\","
-			       "\"mitigations\":\"%s\"}",
+			       "\"mitigations\":\"%s\",\"statistics\":{%s}}",
 			       i ? "," : "", d->name, d->index, state_name(d->state), local, peer,
 			       total, d->link_speed_gbps, d->link_lanes, d->abi_version >> 16,
-			       d->abi_version & 0xffff, d->max_msg_size, d->ring_bytes, fc, mit);
+			       d->abi_version & 0xffff, d->max_msg_size, d->ring_bytes, fc, mit, cnt);
 			continue;
 		}
 		printf("%s\n", d->name);
@@ -1532,6 +1578,8 @@ static int run_list(void)
 			printf("  flow control:  %s\n", fc);
 		if (mit[0])
 			printf("  mitigations:   %s\n", mit);
+		if (cnt[0])
+			printf("  counters:      %s\n", cnt);
 	}
 	if (O.json)
 		printf("]}\n");
