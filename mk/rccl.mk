@@ -13,6 +13,14 @@
 #                    and v10), then again with the plugin and harness under
 #                    ASan/UBSan, then the static guest build (v9, and a short
 #                    all-reduce benchmark runs)
+#   make rccl-install PREFIX=/usr/local DESTDIR= : the plugin under both file
+#                    names in PREFIX/lib (on the loader's path once ldconfig
+#                    knows PREFIX/lib), its public headers (statistics,
+#                    profiler) in PREFIX/include/odl_tb5, the statistics reader
+#   make unit-install both install targets into a scratch DESTDIR, then what
+#                    was installed is used from there: a program built with
+#                    pkg-config against libodl_tb5, the CLI, the plugin loaded
+#                    by the loader rules, the statistics reader and headers
 #   make bench-rccl  bench/rccl.sh: plugin all-reduce between the VMs against raw
 #                    odl_tb5_cli (one-way and bidirectional) in the same run;
 #                    `make bench` runs it first (BENCH_RCCL=0 skips it)
@@ -58,7 +66,7 @@ RCCL_STATS_STATIC   := $(RCCL_OUT)/odl_tb5_rccl_stats.static
 RCCL_TIMEOUT  ?= 600
 RCCL_TEST_STATS := $(RCCL_OUT)/test/rccl_stats
 
-.PHONY: coverage-rccl
+.PHONY: coverage-rccl rccl-install unit-install
 .PHONY: rccl unit-rccl unit-rccl-abi unit-rccl-wire unit-rccl-load unit-rccl-conf unit-rccl-asan unit-rccl-stats \
         unit-rccl-static unit-rccl-hostlat bench-rccl bench-rccl-fused bench-rccl-host
 
@@ -342,3 +350,14 @@ coverage-rccl: $(RCCL_COV_OUT)/netconf $(RCCL_COV_OUT)/$(RCCL_SO_NAME) $(RCCL_CO
 	  --output-file $(RCCL_COV_REPORT)/plugin.info
 	genhtml --quiet $(RCCL_COV_REPORT)/plugin.info --output-directory $(RCCL_COV_REPORT)
 	@bash $(TOP)/mk/cov-gate.sh coverage-rccl 'rccl/src/plugin.c' $(RCCL_COV_REPORT)/plugin.info $(RCCL_COV_MIN) $(RCCL_COV_REPORT)
+
+rccl-install: rccl
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/odl_tb5 $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(RCCL_SO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sfn $(RCCL_SO_NAME) $(DESTDIR)$(PREFIX)/lib/libnccl-net-odl_tb5.so
+	install -m 0644 $(RCCL_DIR)/include/odl_tb5_rccl_stats.h \
+	  $(RCCL_DIR)/include/odl_tb5_rccl_profiler.h $(DESTDIR)$(PREFIX)/include/odl_tb5/
+	install -m 0755 $(RCCL_STATS) $(DESTDIR)$(PREFIX)/bin/
+
+unit-install: userlib rccl
+	bash $(TOP)/tests/install_check.sh
