@@ -8,6 +8,8 @@ PKGS=(
   meson ninja-build libglib2.0-dev libpixman-1-dev flex bison zlib1g-dev
   libfdt-dev dpkg-dev busybox-static cpio xz-utils zstd kmod
   util-linux gzip debootstrap
+  # make unit-dkms: the driver built by DKMS
+  dkms
   # firmware blobs stripped from Debian's qemu source (used via qemu -L)
   seabios ipxe-qemu qemu-system-data
 )

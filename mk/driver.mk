@@ -5,6 +5,12 @@
 #   make driver          build/driver/{odl_tb5.ko,odl_dmabuf_exp.ko,odl_xfer}
 #   make driver-check    checkpatch.pl over driver/ and tests/dmabuf_exporter/
 #   make bench-odl       bench/odl.sh (odl_tb5 vs thunderbolt-net, icount cost)
+#   make driver-dkms-install  (root) the driver's sources in
+#                        $(DESTDIR)/usr/src/odl_tb5-VERSION with driver/dkms.conf,
+#                        the udev rule, then `dkms install` (not with DESTDIR)
+#   make driver-dkms-uninstall  dkms remove, the sources and the rule gone
+#   make unit-dkms       the staged sources built by dkms (own trees, no root
+#                        paths touched) for the guest kernel's headers
 DRIVER_OUT := $(BUILD)/driver
 DRIVER_SRCS := $(wildcard $(TOP)/driver/*.[ch] $(TOP)/driver/uapi/*.h) \
 	$(TOP)/driver/Kbuild
@@ -12,7 +18,7 @@ DMABUF_EXP_SRCS := $(wildcard $(TOP)/tests/dmabuf_exporter/*.[ch]) \
 	$(TOP)/tests/dmabuf_exporter/Kbuild
 KMOD_CC ?= gcc-12
 
-.PHONY: driver driver-check
+.PHONY: driver driver-check driver-dkms-install driver-dkms-uninstall unit-dkms
 driver: $(DRIVER_OUT)/odl_tb5.ko $(DRIVER_OUT)/odl_dmabuf_exp.ko \
 	$(DRIVER_OUT)/odl_xfer
 
@@ -67,3 +73,25 @@ driver-check:
 .PHONY: bench-odl
 bench-odl: vm-prereqs
 	@bash $(TOP)/bench/odl.sh
+
+# DKMS: the version is the module's MODULE_VERSION (dkms.conf must agree:
+# unit-dkms checks); with DESTDIR only the files are staged
+DKMS_VER = $(shell sed -n 's/^MODULE_VERSION("\(.*\)");/\1/p' $(TOP)/driver/odl_main.c)
+DKMS_SRC = $(DESTDIR)/usr/src/odl_tb5-$(DKMS_VER)
+driver-dkms-install:
+	install -d $(DKMS_SRC)/uapi $(DESTDIR)/etc/udev/rules.d
+	install -m 0644 $(TOP)/driver/*.[ch] $(TOP)/driver/Kbuild $(TOP)/driver/Makefile \
+	  $(TOP)/driver/dkms.conf $(DKMS_SRC)/
+	install -m 0644 $(TOP)/driver/uapi/*.h $(DKMS_SRC)/uapi/
+	install -m 0644 $(TOP)/driver/99-odl_tb5.rules $(DESTDIR)/etc/udev/rules.d/
+	@if [ -z "$(DESTDIR)" ]; then \
+	  dkms status -m odl_tb5 -v $(DKMS_VER) | grep -q . || dkms add -m odl_tb5 -v $(DKMS_VER) && \
+	  dkms install -m odl_tb5 -v $(DKMS_VER) && \
+	  { udevadm control --reload 2>/dev/null || true; }; fi
+
+driver-dkms-uninstall:
+	-dkms remove -m odl_tb5 -v $(DKMS_VER) --all
+	rm -rf /usr/src/odl_tb5-$(DKMS_VER) /etc/udev/rules.d/99-odl_tb5.rules
+
+unit-dkms: driver
+	@$(odl_kdir); KERNEL_ABI=$$abi KDIR=$$kdir bash $(TOP)/tests/dkms_check.sh $(DKMS_VER)

@@ -53,7 +53,7 @@ $(eval $(call unit_variant,core-cov,-O0 --coverage))
 
 .PHONY: unit unit-core unit-core-asan coverage-core \
         unit-core-gen-check
-unit: unit-core unit-core-asan unit-sim unit-userlib unit-rccl unit-bench unit-harness unit-install
+unit: unit-core unit-core-asan unit-sim unit-userlib unit-rccl unit-bench unit-harness unit-install unit-dkms
 coverage: coverage-core coverage-userlib coverage-rccl
 
 unit-core-gen-check:
