@@ -7,7 +7,8 @@
 #   make bench-odl       bench/odl.sh (odl_tb5 vs thunderbolt-net, icount cost)
 #   make driver-dkms-install  (root) the driver's sources in
 #                        $(DESTDIR)/usr/src/odl_tb5-VERSION with driver/dkms.conf,
-#                        the udev rule, then `dkms install` (not with DESTDIR)
+#                        the udev rule, /etc/modules-load.d/odl_tb5.conf (load
+#                        at boot), then `dkms install` (not with DESTDIR)
 #   make driver-dkms-uninstall  dkms remove, the sources and the rule gone
 #   make unit-dkms       the staged sources built by dkms (own trees, no root
 #                        paths touched) for the guest kernel's headers
@@ -84,6 +85,10 @@ driver-dkms-install:
 	  $(TOP)/driver/dkms.conf $(DKMS_SRC)/
 	install -m 0644 $(TOP)/driver/uapi/*.h $(DKMS_SRC)/uapi/
 	install -m 0644 $(TOP)/driver/99-odl_tb5.rules $(DESTDIR)/etc/udev/rules.d/
+	@# loaded at boot: each side publishes its service only once loaded, so
+	@# the peer's service alias cannot load it on demand
+	install -d $(DESTDIR)/etc/modules-load.d
+	echo odl_tb5 > $(DESTDIR)/etc/modules-load.d/odl_tb5.conf
 	@if [ -z "$(DESTDIR)" ]; then \
 	  dkms status -m odl_tb5 -v $(DKMS_VER) | grep -q . || dkms add -m odl_tb5 -v $(DKMS_VER) && \
 	  dkms install -m odl_tb5 -v $(DKMS_VER) && \
@@ -91,7 +96,8 @@ driver-dkms-install:
 
 driver-dkms-uninstall:
 	-dkms remove -m odl_tb5 -v $(DKMS_VER) --all
-	rm -rf /usr/src/odl_tb5-$(DKMS_VER) /etc/udev/rules.d/99-odl_tb5.rules
+	rm -rf /usr/src/odl_tb5-$(DKMS_VER) /etc/udev/rules.d/99-odl_tb5.rules \
+	  /etc/modules-load.d/odl_tb5.conf
 
 unit-dkms: driver
 	@$(odl_kdir); KERNEL_ABI=$$abi KDIR=$$kdir bash $(TOP)/tests/dkms_check.sh $(DKMS_VER)

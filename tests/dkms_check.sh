@@ -27,10 +27,11 @@ fi
 root=$tmp/root
 if make -s -C "$top" driver-dkms-install DESTDIR="$root" >"$tmp/log" 2>&1 &&
 	[ -f "$root/usr/src/odl_tb5-$ver/dkms.conf" ] && [ -f "$root/usr/src/odl_tb5-$ver/uapi/odl_tb5_uapi.h" ] &&
-	[ -f "$root/etc/udev/rules.d/99-odl_tb5.rules" ]; then
-	ok "make driver-dkms-install DESTDIR=...: sources, dkms.conf and udev rule staged"
+	[ -f "$root/etc/udev/rules.d/99-odl_tb5.rules" ] &&
+	[ "$(cat "$root/etc/modules-load.d/odl_tb5.conf")" = odl_tb5 ]; then
+	ok "make driver-dkms-install DESTDIR=...: sources, dkms.conf, udev rule and modules-load.d entry staged"
 else
-	notok "make driver-dkms-install DESTDIR=...: sources, dkms.conf and udev rule staged"
+	notok "make driver-dkms-install DESTDIR=...: sources, dkms.conf, udev rule and modules-load.d entry staged"
 	done_
 fi
 trees=(--sourcetree "$root/usr/src" --dkmstree "$tmp/dkms" --installtree "$tmp/install")
