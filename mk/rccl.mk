@@ -181,7 +181,9 @@ unit-rccl-load: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL)
 # benchmark over two shm devices, a channel each, driven by one thread; the
 # conformance sequence and the benchmark over the two devices fused into one
 # (--fuse: makeVDevice, every message striped over both; through v12 with
-# all sizes and the statistics checked, and through v9); and
+# all sizes and the statistics checked, and two connects of one process to
+# one fused listener with their rails crossed by
+# ODL_TB5_RCCL_TEST_CONNECT_STEP; and through v9); and
 # a quick run with ODL_TB5_RCCL_BUSY_POLL_US: waits in test() must end while
 # polling.
 unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
@@ -218,7 +220,7 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --quick --timeout $(RCCL_TIMEOUT)
 	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off $(RCCL_NETCONF) --rails 2 --bench 3000000 --slice 262144 \
 	  --channels 2 --iters 2 --timeout $(RCCL_TIMEOUT)
-	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS).fused \
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=$(RCCL_TEST_STATS).fused ODL_TB5_RCCL_TEST_CONNECT_STEP=1 \
 	  $(RCCL_NETCONF) --rails 2 --fuse --timeout $(RCCL_TIMEOUT)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS).fused | python3 -c 'import json,sys; s=json.load(sys.stdin); \
 	  assert s["fused_ops"] > 0 and s["rx_bytes"] == s["tx_bytes"] > 64*2**20 and s["zc_tx_bytes"] > 0, s; \
@@ -251,7 +253,7 @@ unit-rccl-asan: $(RCCL_ASAN_OUT)/netconf $(RCCL_ASAN_OUT)/$(RCCL_SO_NAME)
 	ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 $(RCCL_ASAN_RUN) --fail stop
 	$(RCCL_ASAN_RUN) --pairs 2 --quick
 	$(RCCL_ASAN_RUN) --rails 2 --quick
-	$(RCCL_ASAN_RUN) --rails 2 --fuse --quick
+	ODL_TB5_RCCL_TEST_CONNECT_STEP=1 $(RCCL_ASAN_RUN) --rails 2 --fuse --quick
 	$(RCCL_ASAN_RUN) --rails 2 --fuse --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2
 	$(RCCL_ASAN_RUN) --bench 3000000 --slice 262144 --iters 2 --in-place
@@ -334,7 +336,7 @@ coverage-rccl: $(RCCL_COV_OUT)/netconf $(RCCL_COV_OUT)/$(RCCL_SO_NAME) $(RCCL_CO
 	ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PEER_TIMEOUT_MS=2000 $(RCCL_COV_RUN) --fail stop
 	ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_CALLER_REAP=0 $(RCCL_COV_RUN) --pairs 3 --quick
 	ODL_TB5_RCCL_STATS=off $(RCCL_COV_RUN) --rails 2 --quick
-	ODL_TB5_RCCL_STATS=off $(RCCL_COV_RUN) --rails 2 --fuse --quick
+	ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_TEST_CONNECT_STEP=1 $(RCCL_COV_RUN) --rails 2 --fuse --quick
 	ODL_TB5_RCCL_STATS=off $(RCCL_COV_RUN) --api 9 --rails 2 --fuse --quick
 	ODL_TB5_RCCL_STATS=off $(RCCL_COV_RUN) --api 10 --quick
 	ODL_TB5_RCCL_STATS=off $(RCCL_COV_RUN) --api 8 --quick

@@ -335,7 +335,10 @@ struct odl_handle {
 	/* connector-side stage area, written by connect() on its own copy */
 	uint64_t stage_cookie;
 	uint64_t stage_comm;
-	uint8_t pad[40];
+	/* connector side: the fused connect this rail belongs to (0: a plain
+	 * one); sent in the CONN, so a fused accept joins the right rails */
+	uint64_t group;
+	uint8_t pad[32];
 };
 _Static_assert(sizeof(struct odl_handle) <= NCCL_NET_HANDLE_MAXSIZE, "handle fits NCCL's 128 B");
 
@@ -423,6 +426,7 @@ struct conn_pending {
 	uint32_t peer_id;
 	uint32_t peer_port; /* the connecting process's port */
 	uint64_t peer_inst; /* the connecting process's instance */
+	uint64_t group;	    /* its fused connect (CONN's off; 0 plain/older) */
 	struct conn_pending *next;
 };
 
@@ -433,6 +437,7 @@ struct odlp_comm {
 	uint32_t id, peer_id;
 	uint32_t peer_port; /* send/recv: the peer process's port */
 	uint64_t peer_inst; /* send/recv: the peer process's instance (0 unknown) */
+	uint64_t peer_group; /* recv: the connector's fused connect (0: plain) */
 	struct odlp_dev *dev;
 	struct odlp_comm *next;
 	int nmr;
@@ -534,6 +539,9 @@ struct odlp_dev {
  * the core entry points hand fused objects over to it.
  */
 #define VDEV_RAILS 4 /* NCCL_NET_MAX_DEVS_PER_NIC of v9..v11; v12 allows 8 */
+/* rails a fused listen comm holds accepted until their connect's other
+ * rails are there (per rail; NCCL has at most a few connects in flight) */
+#define VPOOL 64
 #define MAX_VDEVS 16
 #define VCOMM_MAGIC 0x4f444356u	 /* "ODCV" */
 #define VREQ_MAGIC 0x4f445256u	 /* "ODRV" */
@@ -584,6 +592,9 @@ static uint32_t g_port; /* ODL_TB5_RCCL_PORT, 0: the first free one */
  * its port and never takes one a neighbour process is about to ask for */
 static uint32_t g_prev_port[MAX_DEVS];
 static long g_test_wait_us = DEFAULT_TEST_WAIT_US;
+/* ODL_TB5_RCCL_TEST_CONNECT_STEP (tests): a fused connect sends one more
+ * rail's CONN per call, so a test can interleave two connects' rails */
+static int g_test_connect_step;
 static bool g_caller_reap = true; /* ODL_TB5_RCCL_CALLER_REAP */
 static long g_busy_poll_us; /* ODL_TB5_RCCL_BUSY_POLL_US */
 /* ODL_TB5_RCCL_DMABUF=1: ptrSupport advertises NCCL_PTR_DMABUF */
@@ -1508,6 +1519,7 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 		cp->peer_id = h->src;
 		cp->peer_port = sport;
 		cp->peer_inst = h->total;
+		cp->group = h->off;
 		if (c->pend_tail)
 			c->pend_tail->next = cp;
 		else
@@ -2182,6 +2194,7 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	g_init_pid = getpid();
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", 0, 0, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
+	g_test_connect_step = (int)env_long("ODL_TB5_RCCL_TEST_CONNECT_STEP", 0, 0, 1);
 	g_caller_reap = env_long("ODL_TB5_RCCL_CALLER_REAP", 1, 0, 1) != 0;
 	g_busy_poll_us = busy_poll_env();
 	g_dmabuf_adv = env_long("ODL_TB5_RCCL_DMABUF", 0, 0, 1) != 0;
@@ -2499,7 +2512,7 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 		c->handle_cookie = hd->listen_nonce;
 		struct wire_hdr h = {
 			.type = M_CONN, .dst = hd->listen_id, .src = c->id, .nonce = hd->listen_nonce,
-			.total = g_instance,
+			.total = g_instance, .off = hd->group,
 		};
 		queue_ctrl(d, c->peer_port, &h, NULL, 0);
 		tx_pump(d);
@@ -2558,6 +2571,7 @@ static ncclResult_t core_accept(void *listenComm, void **recvComm)
 		c->peer_id = cp->peer_id;
 		c->peer_port = cp->peer_port;
 		c->peer_inst = cp->peer_inst;
+		c->peer_group = cp->group;
 		c->state = S_READY;
 		free(cp);
 		struct wire_hdr h = { .type = M_ACK, .dst = c->peer_id, .src = c->id,
@@ -3366,7 +3380,10 @@ struct odlp_vcomm {
 	int dev; /* the device NCCL named (profiler events) */
 	int n;
 	void *sub[VDEV_RAILS]; /* the rails' comms (listen: listen comms) */
-	void *acc[VDEV_RAILS]; /* listen: the next connection's rails accepted */
+	/* listen: rails accepted, not yet joined into a fused recv comm (a
+	 * connector's rails can arrive in another order on each cable) */
+	struct odlp_comm **pool[VDEV_RAILS];
+	int npool[VDEV_RAILS];
 	pthread_mutex_t mu;    /* taking a request (vreq_get) */
 	struct vreq *reqs;
 	int nreqs;
@@ -3384,6 +3401,7 @@ struct vstage {
 	int dev[VDEV_RAILS];		  /* the device of each rail */
 	struct odl_handle h[VDEV_RAILS]; /* each rail's plain handle (with its stage) */
 	void *sub[VDEV_RAILS];		  /* rails connected */
+	uint64_t group;			  /* in every rail's CONN */
 	struct vstage *next;
 };
 static struct vstage *g_vstages; /* under g_mu */
@@ -3553,6 +3571,16 @@ static struct odlp_vcomm *vcomm_new(enum comm_kind k, int n, int nreqs)
 			v->reqs[i].magic = VREQ_MAGIC;
 	}
 	v->nreqs = nreqs;
+	for (int r = 0; k == K_LISTEN && r < n; r++) {
+		v->pool[r] = calloc(VPOOL, sizeof(*v->pool[r]));
+		if (!v->pool[r]) {
+			while (r--)
+				free(v->pool[r]);
+			free(v->reqs);
+			free(v);
+			return NULL;
+		}
+	}
 	pthread_mutex_init(&v->mu, NULL);
 	v->magic = VCOMM_MAGIC;
 	v->kind = k;
@@ -3563,6 +3591,8 @@ static struct odlp_vcomm *vcomm_new(enum comm_kind k, int n, int nreqs)
 static void vcomm_free(struct odlp_vcomm *v)
 {
 	v->magic = 0;
+	for (int r = 0; r < VDEV_RAILS; r++)
+		free(v->pool[r]);
 	for (int i = 0; i < v->nreqs; i++)
 		v->reqs[i].magic = 0;
 	free(v->reqs);
@@ -3770,6 +3800,7 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 		if (!st)
 			return fail(ncclSystemError);
 		st->n = n;
+		st->group = rnd64() | 1;
 		for (int k = 0; k < n; k++) {
 			struct odl_handle *h = &st->h[k];
 
@@ -3794,6 +3825,7 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 			h->port = vh->rail[k].port;
 			h->listen_id = vh->rail[k].listen_id;
 			h->listen_nonce = vh->nonce;
+			h->group = st->group;
 		}
 		pthread_mutex_lock(&g_mu);
 		st->next = g_vstages;
@@ -3802,11 +3834,13 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 		vh->stage_cookie = g_instance;
 		vh->stage = (uintptr_t)st;
 	}
-	for (int k = 0; k < n; k++) {
+	for (int k = 0, started = 0; k < n; k++) {
 		ncclResult_t r;
 
 		if (st->sub[k])
 			continue;
+		if (st->h[k].stage_cookie != g_instance && started++ && g_test_connect_step)
+			break; /* test hook: one more rail's CONN per call */
 		r = core_connect(st->dev[k], &st->h[k], &st->sub[k]);
 		if (r) {
 			for (int j = 0; j < n; j++)
@@ -3840,51 +3874,98 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 	return ncclSuccess;
 }
 
+/* a rail accepted on a fused listen comm: who connected it */
+struct vkey {
+	uint64_t inst, group;
+	uint32_t port;
+};
+
+static struct vkey vkey_of(struct odlp_comm *c)
+{
+	struct vkey k;
+
+	pthread_mutex_lock(&c->dev->mu);
+	k.inst = c->peer_inst;
+	k.group = c->peer_group;
+	k.port = c->peer_port;
+	pthread_mutex_unlock(&c->dev->mu);
+	return k;
+}
+
+static bool vkey_eq(struct vkey a, struct vkey b)
+{
+	return a.inst == b.inst && a.group == b.group && a.port == b.port;
+}
+
+static void vpool_drop(struct odlp_vcomm *vl, int k, int j)
+{
+	memmove(&vl->pool[k][j], &vl->pool[k][j + 1],
+		sizeof(vl->pool[k][0]) * (size_t)(vl->npool[k] - j - 1));
+	vl->npool[k]--;
+}
+
+/*
+ * Every rail's listen comm accepts what has arrived into its pool; a fused
+ * recv comm is made of one rail per cable from the same connect: the same
+ * process (instance, port) and the same fused connect (the group its CONNs
+ * carry; 0 from a plain connect or an older plugin, which then pair by
+ * process in arrival order). Several connects may be in flight at once,
+ * their rails arriving in other orders on each cable; the oldest complete
+ * one is returned first. A rail that waits for the others while its pool
+ * is full is given up (its connect then fails).
+ */
 static ncclResult_t v_accept(void *listenComm, void **recvComm)
 {
 	struct odlp_vcomm *vl = listenComm, *vc;
-	uint64_t inst[VDEV_RAILS];
-	uint32_t port[VDEV_RAILS];
-	bool same = true;
+	int idx[VDEV_RAILS];
 
 	if (vl->kind != K_LISTEN)
 		return fail(ncclInternalError);
-	for (int k = 0; k < vl->n; k++) {
-		if (!vl->acc[k]) {
-			ncclResult_t r = core_accept(vl->sub[k], &vl->acc[k]);
+	for (int k = 0; k < vl->n; k++)
+		while (vl->npool[k] < VPOOL) {
+			void *c = NULL;
+			ncclResult_t r = core_accept(vl->sub[k], &c);
 
 			if (r)
 				return r;
+			if (!c)
+				break;
+			vl->pool[k][vl->npool[k]++] = c;
 		}
+	for (int i = 0; i < vl->npool[0]; i++) {
+		struct vkey want = vkey_of(vl->pool[0][i]);
+		int k;
+
+		idx[0] = i;
+		for (k = 1; k < vl->n; k++) {
+			idx[k] = -1;
+			for (int j = 0; j < vl->npool[k] && idx[k] < 0; j++)
+				if (vkey_eq(vkey_of(vl->pool[k][j]), want))
+					idx[k] = j;
+			if (idx[k] < 0)
+				break;
+		}
+		if (k < vl->n)
+			continue;
+		vc = vcomm_new(K_RECV, vl->n, RECV_REQS);
+		if (!vc)
+			return fail(ncclSystemError);
+		for (k = 0; k < vl->n; k++) {
+			vc->sub[k] = vl->pool[k][idx[k]];
+			vpool_drop(vl, k, idx[k]);
+		}
+		vc->dev = vl->dev;
+		*recvComm = vc;
+		return ncclSuccess;
 	}
 	for (int k = 0; k < vl->n; k++)
-		if (!vl->acc[k])
-			return ncclSuccess; /* not yet */
-	for (int k = 0; k < vl->n; k++) {
-		struct odlp_comm *c = vl->acc[k];
-
-		pthread_mutex_lock(&c->dev->mu);
-		inst[k] = c->peer_inst;
-		port[k] = c->peer_port;
-		pthread_mutex_unlock(&c->dev->mu);
-		same &= inst[k] == inst[0] && port[k] == port[0];
-	}
-	if (!same) {
-		WARN("accept: the rails of a fused listen comm were reached by different processes; a fused listen comm takes one connecting process at a time");
-		for (int k = 0; k < vl->n; k++) {
-			close_comm(vl->acc[k], K_RECV);
-			vl->acc[k] = NULL;
+		if (vl->npool[k] == VPOOL) {
+			WARN("accept: %d rails accepted on cable %d of a fused listen comm wait for their connects' other rails; giving the oldest up",
+			     VPOOL, k);
+			close_comm(vl->pool[k][0], K_RECV);
+			vpool_drop(vl, k, 0);
 		}
-		return fail(ncclInvalidUsage);
-	}
-	vc = vcomm_new(K_RECV, vl->n, RECV_REQS);
-	if (!vc)
-		return fail(ncclSystemError);
-	memcpy(vc->sub, vl->acc, sizeof(vc->sub));
-	memset(vl->acc, 0, sizeof(vl->acc));
-	vc->dev = vl->dev;
-	*recvComm = vc;
-	return ncclSuccess;
+	return ncclSuccess; /* not yet */
 }
 
 static ncclResult_t v_close(void *comm, enum comm_kind k)
@@ -3902,8 +3983,8 @@ static ncclResult_t v_close(void *comm, enum comm_kind k)
 
 		if (r && res == ncclSuccess)
 			res = r;
-		if (vc->acc[i])
-			close_comm(vc->acc[i], K_RECV);
+		for (int j = 0; j < vc->npool[i]; j++)
+			close_comm(vc->pool[i][j], K_RECV);
 	}
 	vcomm_free(vc);
 	return res;

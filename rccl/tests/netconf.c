@@ -2514,6 +2514,99 @@ static void t_fuse_mixed(void)
 	     "listener makes a fused comm); 0 B .. 3 MiB both ways, verified");
 }
 
+/*
+ * Two fused connects of one process to one fused listen handle at once
+ * (rank 1 connects, rank 0 accepts twice). With
+ * ODL_TB5_RCCL_TEST_CONNECT_STEP=1 (make unit-rccl) each connect call sends
+ * one more rail's CONN, and the calls are made so that the rails arrive
+ * crossed: A's first on cable 0, B's first on cable 1. Each accept must
+ * join the rails of one connect: a 64 KiB message (a part per cable) sent
+ * on A and one on B must each arrive whole, with its own pattern.
+ */
+static void t_fuse_two_connects(void)
+{
+	const size_t sz = 64u << 10;
+	unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
+	double t0 = now_s();
+
+	if (g_rank == 0) {
+		void *l = NULL, *r[2] = { NULL, NULL }, *req[2];
+		struct area a[2];
+		int tag = 1, seen = 0;
+
+		OKR(n_listen(g_dev, h, &l), "listen");
+		oob_write(h, sizeof(h));
+		for (int i = 0; i < 2;) {
+			OKR(TIMED(n_accept(l, &r[i]), "accept"), "accept");
+			if (r[i])
+				i++;
+			CHECK(now_s() - t0 < g_deadline_s, "two connects: %d of 2 accepted", i);
+			poll_pause();
+		}
+		OKR(n_closeListen(l), "closeListen");
+		for (int i = 0; i < 2; i++) {
+			size_t cap = sz;
+
+			area_init(&a[i], r[i], sz);
+			req[i] = post_recv(r[i], 1, (void **)&a[i].p, &cap, &tag, &a[i].mh);
+		}
+		barrier(); /* receives posted */
+		for (int i = 0; i < 2; i++) {
+			int got = -1;
+			uint32_t id;
+
+			OKR(wait_req(req[i], &got), "test");
+			memcpy(&id, a[i].p, sizeof(id));
+			CHECK(got == (int)sz && (id == 1 || id == 2) && verify(a[i].p + 4, sz - 4, 900 + id),
+			      "two connects: accepted comm %d got %d bytes, not one connect's whole message (id %u)",
+			      i, got, id);
+			seen |= 1 << id;
+		}
+		CHECK(seen == 6, "two connects: both messages arrived on one accepted comm");
+		barrier();
+		for (int i = 0; i < 2; i++) {
+			area_free(&a[i], r[i]);
+			OKR(n_closeRecv(r[i]), "closeRecv");
+		}
+	} else {
+		unsigned char hc[2][NCCL_NET_HANDLE_MAXSIZE];
+		static const int order[] = { 0, 1, 1, 0 }; /* A0, B0, B1, A1 */
+		void *s[2] = { NULL, NULL }, *req[2];
+		struct area a[2];
+
+		oob_read(h, sizeof(h));
+		memcpy(hc[0], h, sizeof(h));
+		memcpy(hc[1], h, sizeof(h));
+		for (int i = 0; !s[0] || !s[1]; i++) {
+			int c = i < 4 ? order[i] : i & 1;
+
+			if (!s[c])
+				OKR(TIMED(n_connect(g_dev, hc[c], &s[c]), "connect"), "connect");
+			CHECK(now_s() - t0 < g_deadline_s, "two connects did not complete");
+			if (i >= 4)
+				poll_pause();
+		}
+		for (int i = 0; i < 2; i++) {
+			uint32_t id = (uint32_t)i + 1;
+
+			area_init(&a[i], s[i], sz);
+			memcpy(a[i].p, &id, sizeof(id));
+			fill(a[i].p + 4, sz - 4, 900 + id);
+		}
+		barrier(); /* the receives are posted */
+		for (int i = 0; i < 2; i++)
+			req[i] = post_send(s[i], a[i].p, sz, 1, a[i].mh);
+		for (int i = 0; i < 2; i++)
+			OKR(wait_req(req[i], NULL), "test");
+		barrier();
+		for (int i = 0; i < 2; i++) {
+			area_free(&a[i], s[i]);
+			OKR(n_closeSend(s[i]), "closeSend");
+		}
+	}
+	pass("fuse: two connects of one process to one fused listener at once, their rails arriving crossed: each accept joins one connect's rails; a message on each arrives whole");
+}
+
 /* ---- all-reduce benchmark (--bench BYTES) ---------------------------- */
 
 static size_t g_bench_bytes;
@@ -4139,8 +4232,10 @@ static void run_rank(int want_api)
 		n_finalize_all();
 		return;
 	}
-	if (g_fuse)
+	if (g_fuse) {
 		t_fuse_mixed();
+		t_fuse_two_connects();
+	}
 	/* g_shared: other rank pairs use the device at the same time; the
 	 * sequence without what counts or limits machine-wide (idle
 	 * wake-ups, saturation, the DMA-buf exporter, many comms) */
