@@ -6,9 +6,10 @@
 # lanes), 32 MiB of TCP each way over thunderbolt-net arrived intact, the
 # odl_tb5 bandwidth run verified every byte, the latency rows have figures,
 # and the RCCL/NCCL net plugin's all-reduce verified every iteration, its
-# ping-pong has figures and its statistics show the data it moved.
+# ping-pong has figures and its statistics show the data it moved; the
+# link in the summary's title is what odl_tb5_cli --list and the cable say.
 . "$(dirname "$0")/common.sh"
-tap_plan 8
+tap_plan 9
 tap_timeout 1100
 
 t0=$SECONDS
@@ -45,6 +46,18 @@ if printf '%s\n' "$peers" | awk '
 	ok "the table of peers: a found b and b found a, two lanes" "$peers"
 else
 	not_ok "the table of peers: a found b and b found a, two lanes" "$peers"
+fi
+# the summary's title: the link odl_tb5 reports (odl_tb5_cli --list, shown
+# connected), the same as the cable's (its "link up ..." line)
+title=$(printf '%s\n' "$out" | sed -n 's/^summary (.*, emulated \([0-9]*\) x \([0-9]*\) Gb\/s link).*/\1 \2/p')
+cable=$(printf '%s\n' "$out" | sed -n 's/^link up True, \([0-9]*\) lanes x \([0-9]*\) Gb\/s$/\1 \2/p')
+listed=$(printf '%s\n' "$out" | sed -n '/^a: odl_tb5_cli --list$/,/^a: \/dev/p')
+if [ -n "$title" ] && [ "$title" = "$cable" ] && printf '%s\n' "$listed" | grep -q 'state: *connected' &&
+	printf '%s\n' "$listed" | grep -q "link: .*(${title% *} x ${title#* } Gb/s)"; then
+	ok "the summary's link ($title) is the one odl_tb5_cli --list and the cable report" "$listed"
+else
+	not_ok "the summary's link is the one odl_tb5_cli --list and the cable report" \
+		"title '$title', cable '$cable'" "$listed"
 fi
 tcp=$(printf '%s\n' "$out" | grep -E '^(a -> b|b -> a) ')
 is "$(printf '%s\n' "$tcp" | grep -c ' match ')" 2 "thunderbolt-net: 32 MiB each way, SHA-256 of both ends the same"
