@@ -1436,38 +1436,27 @@ static uint64_t parse_size(const char *s, const char *what)
 /* ------------------------------------------------------------------ */
 /* --list: the kernel devices present */
 
-/* the device's sysfs directory, /sys/class/odl_tb5/odl_tb5_N (or under
- * the misc class) into dir; false when neither exists */
-static bool sysfs_dev_dir(int index, char *dir, size_t len)
-{
-	static const char *const cls[] = { "odl_tb5", "misc" };
-
-	for (unsigned int i = 0; i < 2; i++) {
-		snprintf(dir, len, "/sys/class/%s/odl_tb5_%d", cls[i], index);
-		if (access(dir, F_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* one line of the device's sysfs ATTR, cut to printable characters; ""
- * when there is none */
+/* one line of /sys/class/odl_tb5/odl_tb5_N/ATTR (or the misc class), cut
+ * to printable characters; "" when there is none */
 static void sysfs_attr(int index, const char *attr, char *out, size_t len)
 {
-	char path[160];
-	FILE *f;
+	static const char *const cls[] = { "odl_tb5", "misc" };
+	size_t n = 0;
 
 	out[0] = 0;
-	if (!sysfs_dev_dir(index, path, sizeof(path) - 64))
-		return;
-	snprintf(path + strlen(path), 64, "/%s", attr);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (!fgets(out, (int)len, f))
-		out[0] = 0;
-	fclose(f);
-	for (size_t n = 0; out[n]; n++)
+	for (unsigned int i = 0; i < 2 && !out[0]; i++) {
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/class/%s/odl_tb5_%d/%s", cls[i], index, attr);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (!fgets(out, (int)len, f))
+			out[0] = 0;
+		fclose(f);
+	}
+	for (n = 0; out[n]; n++)
 		if (out[n] == '\n') {
 			out[n] = 0;
 			break;
@@ -1478,19 +1467,20 @@ static void sysfs_attr(int index, const char *attr, char *out, size_t len)
 
 /*
  * The driver's counters (statistics/, one file each, names sorted) as
- * "name=value" separated by spaces, or as JSON members ("name":value)
- * separated by commas; "" when the driver has none (before 2026-11-29)
+ * "name=value" separated by sep, or as JSON members ("name":value); ""
+ * when the driver has none (before 2026-11-29)
  */
 static void sysfs_counters(int index, bool json, char *out, size_t len)
 {
+	static const char *const cls[] = { "odl_tb5", "misc" };
 	struct dirent **ents = NULL;
-	char dir[160];
+	char dir[128];
 	size_t used = 0;
 	int n = -1;
 
 	out[0] = 0;
-	if (sysfs_dev_dir(index, dir, sizeof(dir) - 16)) {
-		strcat(dir, "/statistics");
+	for (unsigned int i = 0; i < 2 && n < 0; i++) {
+		snprintf(dir, sizeof(dir), "/sys/class/%s/odl_tb5_%d/statistics", cls[i], index);
 		n = scandir(dir, &ents, NULL, alphasort);
 	}
 	for (int i = 0; i < n; i++) {
