@@ -187,63 +187,41 @@ static ssize_t odl_stat_show(struct device *d, struct device_attribute *a,
 	return sysfs_emit(buf, "%llu\n", v);
 }
 
-#define ODL_STAT(name)							\
-	static struct odl_stat_attr odl_stat_##name = {			\
+#define ODL_STAT(name) {						\
 		.attr = __ATTR(name, 0444, odl_stat_show, NULL),	\
 		.off = offsetof(struct odl_stats, name),		\
 	}
 
-ODL_STAT(tx_msgs);
-ODL_STAT(tx_bytes);
-ODL_STAT(tx_frames);
-ODL_STAT(rx_msgs);
-ODL_STAT(rx_bytes);
-ODL_STAT(rx_frames);
-ODL_STAT(seq_errors);
-ODL_STAT(len_errors);
-ODL_STAT(desc_errors);
-ODL_STAT(drops);
-ODL_STAT(credit_stalls);
-ODL_STAT(link_resets);
-ODL_STAT(logins);
-ODL_STAT(rx_stalls);
-ODL_STAT(irq_recoveries);
-ODL_STAT(tx_wedges);
-ODL_STAT(e2e_fallbacks);
-ODL_STAT(sw_credit_stalls);
-ODL_STAT(credit_frames);
-ODL_STAT(link_changes);
-ODL_STAT(urgent_ahead);
-ODL_STAT(no_port);
-
-static struct attribute *odl_stat_attrs[] = {
-	&odl_stat_tx_msgs.attr.attr,
-	&odl_stat_tx_bytes.attr.attr,
-	&odl_stat_tx_frames.attr.attr,
-	&odl_stat_rx_msgs.attr.attr,
-	&odl_stat_rx_bytes.attr.attr,
-	&odl_stat_rx_frames.attr.attr,
-	&odl_stat_seq_errors.attr.attr,
-	&odl_stat_len_errors.attr.attr,
-	&odl_stat_desc_errors.attr.attr,
-	&odl_stat_drops.attr.attr,
-	&odl_stat_credit_stalls.attr.attr,
-	&odl_stat_link_resets.attr.attr,
-	&odl_stat_logins.attr.attr,
-	&odl_stat_rx_stalls.attr.attr,
-	&odl_stat_irq_recoveries.attr.attr,
-	&odl_stat_tx_wedges.attr.attr,
-	&odl_stat_e2e_fallbacks.attr.attr,
-	&odl_stat_sw_credit_stalls.attr.attr,
-	&odl_stat_credit_frames.attr.attr,
-	&odl_stat_link_changes.attr.attr,
-	&odl_stat_urgent_ahead.attr.attr,
-	&odl_stat_no_port.attr.attr,
-	NULL,
+/* the counters' files; odl_stat_attrs points at them (odl_cdev_init) */
+static struct odl_stat_attr odl_stat_list[] = {
+	ODL_STAT(tx_msgs),
+	ODL_STAT(tx_bytes),
+	ODL_STAT(tx_frames),
+	ODL_STAT(rx_msgs),
+	ODL_STAT(rx_bytes),
+	ODL_STAT(rx_frames),
+	ODL_STAT(seq_errors),
+	ODL_STAT(len_errors),
+	ODL_STAT(desc_errors),
+	ODL_STAT(drops),
+	ODL_STAT(credit_stalls),
+	ODL_STAT(link_resets),
+	ODL_STAT(logins),
+	ODL_STAT(rx_stalls),
+	ODL_STAT(irq_recoveries),
+	ODL_STAT(tx_wedges),
+	ODL_STAT(e2e_fallbacks),
+	ODL_STAT(sw_credit_stalls),
+	ODL_STAT(credit_frames),
+	ODL_STAT(link_changes),
+	ODL_STAT(urgent_ahead),
+	ODL_STAT(no_port),
 };
 /* every counter of struct odl_stats has its file */
-static_assert(ARRAY_SIZE(odl_stat_attrs) - 1 ==
+static_assert(ARRAY_SIZE(odl_stat_list) ==
 	      sizeof(struct odl_stats) / sizeof(u64));
+
+static struct attribute *odl_stat_attrs[ARRAY_SIZE(odl_stat_list) + 1];
 
 static const struct attribute_group odl_dev_group = {
 	.attrs = odl_dev_attrs,
@@ -1301,6 +1279,7 @@ static char *odl_devnode(ODL_DEVNODE_CONST struct device *dev, umode_t *mode)
 
 int odl_cdev_init(void)
 {
+	unsigned int i;
 	int ret;
 
 	BUILD_BUG_ON(sizeof(struct odl_tb5_poll_cq) != ODL_TB5_POLL_CQ_SIZE_1_3);
@@ -1309,6 +1288,8 @@ int odl_cdev_init(void)
 	BUILD_BUG_ON(sizeof(struct odl_tb5_completion) !=
 		     ODL_TB5_COMPLETION_SIZE_VER0);
 
+	for (i = 0; i < ARRAY_SIZE(odl_stat_list); i++)
+		odl_stat_attrs[i] = &odl_stat_list[i].attr.attr;
 	ret = alloc_chrdev_region(&odl_devt, 0, ODL_MAX_DEVS, "odl_tb5");
 	if (ret)
 		return ret;

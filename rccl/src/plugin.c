@@ -3401,7 +3401,6 @@ struct vstage {
 	int dev[VDEV_RAILS];		  /* the device of each rail */
 	struct odl_handle h[VDEV_RAILS]; /* each rail's plain handle (with its stage) */
 	void *sub[VDEV_RAILS];		  /* rails connected */
-	uint64_t group;			  /* in every rail's CONN */
 	struct vstage *next;
 };
 static struct vstage *g_vstages; /* under g_mu */
@@ -3796,11 +3795,12 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 		pthread_mutex_unlock(&g_mu);
 	}
 	if (!st) {
+		uint64_t group = rnd64() | 1; /* this connect's, in every rail's CONN */
+
 		st = calloc(1, sizeof(*st));
 		if (!st)
 			return fail(ncclSystemError);
 		st->n = n;
-		st->group = rnd64() | 1;
 		for (int k = 0; k < n; k++) {
 			struct odl_handle *h = &st->h[k];
 
@@ -3825,7 +3825,7 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 			h->port = vh->rail[k].port;
 			h->listen_id = vh->rail[k].listen_id;
 			h->listen_nonce = vh->nonce;
-			h->group = st->group;
+			h->group = group;
 		}
 		pthread_mutex_lock(&g_mu);
 		st->next = g_vstages;

@@ -1436,26 +1436,41 @@ static uint64_t parse_size(const char *s, const char *what)
 /* ------------------------------------------------------------------ */
 /* --list: the kernel devices present */
 
-/* one line of /sys/class/odl_tb5/odl_tb5_N/ATTR (or the misc class), cut
- * to printable characters; "" when there is none */
-static void sysfs_attr(int index, const char *attr, char *out, size_t len)
+/* the sysfs class that has odl_tb5_N: the driver's own, else misc; NULL
+ * when neither has it */
+static const char *sysfs_class(int index)
 {
 	static const char *const cls[] = { "odl_tb5", "misc" };
+
+	for (unsigned int i = 0; i < 2; i++) {
+		char dir[64];
+
+		snprintf(dir, sizeof(dir), "/sys/class/%s/odl_tb5_%d", cls[i], index);
+		if (access(dir, F_OK) == 0)
+			return cls[i];
+	}
+	return NULL;
+}
+
+/* one line of /sys/class/CLASS/odl_tb5_N/ATTR, cut to printable
+ * characters; "" when there is none */
+static void sysfs_attr(int index, const char *attr, char *out, size_t len)
+{
+	const char *cls = sysfs_class(index);
+	char path[128];
 	size_t n = 0;
+	FILE *f;
 
 	out[0] = 0;
-	for (unsigned int i = 0; i < 2 && !out[0]; i++) {
-		char path[128];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/sys/class/%s/odl_tb5_%d/%s", cls[i], index, attr);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (!fgets(out, (int)len, f))
-			out[0] = 0;
-		fclose(f);
-	}
+	if (!cls)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/%s/odl_tb5_%d/%s", cls, index, attr);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(out, (int)len, f))
+		out[0] = 0;
+	fclose(f);
 	for (n = 0; out[n]; n++)
 		if (out[n] == '\n') {
 			out[n] = 0;
@@ -1467,20 +1482,20 @@ static void sysfs_attr(int index, const char *attr, char *out, size_t len)
 
 /*
  * The driver's counters (statistics/, one file each, names sorted) as
- * "name=value" separated by sep, or as JSON members ("name":value); ""
- * when the driver has none (before 2026-11-29)
+ * "name=value" separated by spaces, or as JSON members ("name":value)
+ * separated by commas; "" when the driver has none (before 2026-11-29)
  */
 static void sysfs_counters(int index, bool json, char *out, size_t len)
 {
-	static const char *const cls[] = { "odl_tb5", "misc" };
+	const char *cls = sysfs_class(index);
 	struct dirent **ents = NULL;
 	char dir[128];
 	size_t used = 0;
 	int n = -1;
 
 	out[0] = 0;
-	for (unsigned int i = 0; i < 2 && n < 0; i++) {
-		snprintf(dir, sizeof(dir), "/sys/class/%s/odl_tb5_%d/statistics", cls[i], index);
+	if (cls) {
+		snprintf(dir, sizeof(dir), "/sys/class/%s/odl_tb5_%d/statistics", cls, index);
 		n = scandir(dir, &ents, NULL, alphasort);
 	}
 	for (int i = 0; i < n; i++) {
