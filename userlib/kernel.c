@@ -367,27 +367,40 @@ static int k_fd(struct odl_tb5 *h)
 	return K(h)->fd;
 }
 
+/* b's room in the TX area (tx) and the RX area (rx); on failure neither
+ * is taken and the error is -EINVAL for a size the area can never hold */
+static int area_alloc_dirs(struct kpriv *k, struct odl_buf *b, bool tx, bool rx)
+{
+	int64_t off[2] = { -1, -1 };
+
+	for (int dir = 0; dir < 2; dir++) {
+		if (!(dir ? rx : tx))
+			continue;
+		off[dir] = area_alloc(k, dir, b->size);
+		if (off[dir] < 0) {
+			int r = (int)off[dir];
+
+			area_free(k, 0, off[0], b->size);
+			return r == -EMSGSIZE ? -EINVAL : r;
+		}
+	}
+	if (tx)
+		b->tx_off = off[0];
+	if (rx)
+		b->rx_off = off[1];
+	return 0;
+}
+
 static int k_buf_alloc(struct odl_tb5 *h, struct odl_buf *b)
 {
 	struct kpriv *k = K(h);
 	bool tx = !(b->flags & ODL_TB5_BUF_RECV) || (b->flags & ODL_TB5_BUF_SEND);
 	bool rx = !(b->flags & ODL_TB5_BUF_SEND) || (b->flags & ODL_TB5_BUF_RECV);
 
-	if (tx) {
-		b->tx_off = area_alloc(k, 0, b->size);
-		if (b->tx_off < 0)
-			return (int)b->tx_off == -EMSGSIZE ? -EINVAL : (int)b->tx_off;
-	}
-	if (rx) {
-		b->rx_off = area_alloc(k, 1, b->size);
-		if (b->rx_off < 0) {
-			int r = (int)b->rx_off;
+	int r = area_alloc_dirs(k, b, tx, rx);
 
-			area_free(k, 0, b->tx_off, b->size);
-			b->tx_off = -1;
-			return r == -EMSGSIZE ? -EINVAL : r;
-		}
-	}
+	if (r)
+		return r;
 	b->addr = tx ? area_ptr(k, 0, b->tx_off) : area_ptr(k, 1, b->rx_off);
 	return 0;
 }
@@ -425,18 +438,7 @@ static int k_buf_register(struct odl_tb5 *h, struct odl_buf *b)
 		return 0;
 	if (b->flags & ODL_TB5_REG_DIRECT)
 		return -EOPNOTSUPP;	/* would copy through the area */
-	b->tx_off = area_alloc(k, 0, b->size);
-	if (b->tx_off < 0)
-		return (int)b->tx_off == -EMSGSIZE ? -EINVAL : (int)b->tx_off;
-	b->rx_off = area_alloc(k, 1, b->size);
-	if (b->rx_off < 0) {
-		int r = (int)b->rx_off;
-
-		area_free(k, 0, b->tx_off, b->size);
-		b->tx_off = -1;
-		return r == -EMSGSIZE ? -EINVAL : r;
-	}
-	return 0;
+	return area_alloc_dirs(k, b, true, true);
 }
 
 static int k_buf_import(struct odl_tb5 *h, struct odl_buf *b, int fd,
