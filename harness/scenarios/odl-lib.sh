@@ -67,8 +67,10 @@ odl_cli_server() {
 # odl_cli_run NAME TIMEOUT CLIENT-OPTIONS...: server on b, client on a over
 # /dev/odl_tb5_0 (the library's kernel backend); one TAP line for both
 # sides: the client exits 0 and the server reports all data verified.
-# The client's output is left in $ODL_CLI_OUT.
+# The client's output is left in $ODL_CLI_OUT; ODL_CLI_ENV (VAR=value
+# words) is the client's extra environment.
 ODL_CLI_OUT=
+ODL_CLI_ENV=
 odl_cli_run() {
 	local name=$1 tmo=$2 rc srv
 	shift 2
@@ -76,7 +78,7 @@ odl_cli_run() {
 		not_ok "$name" "server did not start" "$(vm b cat /tmp/cli-server.log 2>&1)"
 		return 1
 	fi
-	ODL_CLI_OUT=$("$VMPAIR" exec a --timeout "$tmo" -- /tmp/odl_tb5_cli --client --device 0 "$@" 2>&1)
+	ODL_CLI_OUT=$("$VMPAIR" exec a --timeout "$tmo" -- env $ODL_CLI_ENV /tmp/odl_tb5_cli --client --device 0 "$@" 2>&1)
 	rc=$?
 	wait_for "! vm b pidof odl_tb5_cli" 60
 	srv=$(vm b cat /tmp/cli-server.log 2>&1)
