@@ -459,6 +459,7 @@ struct odlp_comm {
 struct ctrl_msg {
 	struct ctrl_msg *next;
 	uint32_t dport; /* the peer's port it goes to */
+	bool answer;	/* counted in cq_answers (queue_answer) */
 	struct wire_hdr h;
 	uint8_t payload[MAX_RECVS * sizeof(struct wire_cts_ent)];
 };
@@ -911,7 +912,9 @@ static uint8_t wire_sport(const struct odlp_dev *d, uint32_t dport)
 	return dport == d->port ? 0 : (uint8_t)d->port;
 }
 
-/* the peer's REJ or PONG is an answer: each one a message of the peer asks for */
+/* the peer's REJ or PONG is an answer: each one a message of the peer asks
+ * for (so is the CLOSE for an ACK to a comm we no longer have, queued by
+ * queue_answer) */
 static bool is_answer(uint8_t type)
 {
 	return type == M_REJ || type == M_PONG;
@@ -927,6 +930,7 @@ static void queue_ctrl(struct odlp_dev *d, uint32_t dport, const struct wire_hdr
 		return;
 	}
 	m->dport = dport;
+	m->answer = is_answer(h->type);
 	m->h = *h;
 	m->h.magic = WIRE_MAGIC;
 	m->h.sport = wire_sport(d, dport);
@@ -938,7 +942,7 @@ static void queue_ctrl(struct odlp_dev *d, uint32_t dport, const struct wire_hdr
 	else
 		d->cq_head = m;
 	d->cq_tail = m;
-	if (is_answer(h->type))
+	if (m->answer)
 		d->cq_answers++;
 	if (h->type == M_PONG)
 		d->pong_queued[dport] = true;
@@ -959,6 +963,10 @@ static void queue_answer(struct odlp_dev *d, uint32_t dport, const struct wire_h
 		return;
 	}
 	queue_ctrl(d, dport, h, NULL, 0);
+	if (d->cq_tail && !d->cq_tail->answer && d->cq_tail->h.type == h->type) {
+		d->cq_tail->answer = true;
+		d->cq_answers++;
+	}
 }
 
 /* take the control queue's head (there is one) */
@@ -969,7 +977,7 @@ static void cq_pop(struct odlp_dev *d)
 	d->cq_head = m->next;
 	if (!d->cq_head)
 		d->cq_tail = NULL;
-	if (is_answer(m->h.type))
+	if (m->answer)
 		d->cq_answers--;
 	if (m->h.type == M_PONG)
 		d->pong_queued[m->dport] = false;
@@ -1533,6 +1541,13 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 			c->peer_id = h->src;
 			c->peer_inst = h->total;
 			c->state = S_READY;
+		} else if (!c) {
+			/* our connect was given up before its accept (a fused
+			 * connect whose other rail failed): the comm the peer
+			 * made for it is closed, not left waiting for data */
+			struct wire_hdr cl = { .type = M_CLOSE, .dst = h->src, .src = h->dst };
+
+			queue_answer(d, sport, &cl);
 		}
 		peer_instance(d, sport, h->total);
 		return;
@@ -1657,6 +1672,19 @@ static void zc_complete(struct odlp_dev *d, const struct odl_tb5_completion *cp,
 	d->krx[slot].r = NULL;
 	if (cp->status == -ECANCELED)
 		return; /* withdrawn: the entry went the staged way */
+	if (cp->status == -EMSGSIZE && r && !r->rdone[idx]) {
+		/* the peer sent more than the CTS gave room for (the library
+		 * dropped it, the link is fine): this receive fails, not the
+		 * device with every comm on it */
+		PEER_WARN(d, "comm %u: keyed message of %llu bytes for a receive of %llu dropped",
+			  r->comm->id, (unsigned long long)cp->length,
+			  (unsigned long long)r->rcap[idx]);
+		r->rkey[idx] = 0;
+		r->rtotal[idx] = cp->length;
+		r->err = ncclRemoteError;
+		entry_done(r, idx);
+		return;
+	}
 	if (cp->status) {
 		mark_dead(d, cp->status);
 		return;
@@ -2444,6 +2472,37 @@ static struct odlp_dev *route_dev(struct odlp_dev *d, const uint8_t *listener_uu
 	return e ? e : d;
 }
 
+/*
+ * Where connect's comm c (staged in handle hd) stands, d->mu held: ready,
+ * handed over in *sendComm; refused, closed by the peer before we handed it
+ * over (it accepted and closed at once) or the link down: gone, an error;
+ * else still waiting for the peer's answer (ncclSuccess, *sendComm NULL).
+ */
+static ncclResult_t connect_done(struct odlp_dev *d, struct odlp_comm *c, struct odl_handle *hd,
+				 void **sendComm)
+{
+	bool closed = c->state == S_PEER_CLOSED && !d->dead;
+
+	if (c->state == S_READY) {
+		hd->stage_cookie = 0;
+		hd->stage_comm = 0;
+		*sendComm = c;
+		STAT_ADD(op_connect, 1);
+		return ncclSuccess;
+	}
+	if (c->state != S_FAILED && !closed && !d->dead)
+		return ncclSuccess;
+	hd->stage_cookie = 0;
+	hd->stage_comm = 0;
+	unlink_comm(d, c);
+	free_comm(c);
+	if (closed)
+		WARN("connect: the peer accepted and closed its side before the connect completed");
+	else
+		WARN("connect: refused by the peer or link down");
+	return fail(d->dead ? ncclSystemError : ncclRemoteError);
+}
+
 static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 {
 	struct odlp_dev *d = get_dev(dev), *asked = d;
@@ -2519,24 +2578,42 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 		hd->stage_cookie = g_instance;
 		hd->stage_comm = (uintptr_t)c;
 	}
-	if (c->state == S_READY) {
-		hd->stage_cookie = 0;
-		hd->stage_comm = 0;
-		*sendComm = c;
-		STAT_ADD(op_connect, 1);
-	} else if (c->state == S_FAILED || d->dead) {
-		hd->stage_cookie = 0;
-		hd->stage_comm = 0;
-		unlink_comm(d, c);
-		free_comm(c);
-		WARN("connect: refused by the peer or link down");
-		res = fail(d->dead ? ncclSystemError : ncclRemoteError);
-	}
+	res = connect_done(d, c, hd, sendComm);
 out:
 	pthread_mutex_unlock(&d->mu);
 	if (res == ncclSuccess && !*sendComm)
 		try_progress(d);
 	return res;
+}
+
+/*
+ * Give up a connect that core_connect started on handle hd and has not
+ * handed over (a fused connect whose other rail failed): its comm goes,
+ * whatever state it reached (a ready one tells the peer CLOSE; the peer's
+ * ACK for one still pending is answered with CLOSE by handle_msg).
+ */
+static ncclResult_t close_comm(void *comm, enum comm_kind k);
+
+static void connect_abandon(struct odl_handle *hd)
+{
+	struct odlp_comm *c = NULL;
+
+	if (hd->stage_cookie != g_instance)
+		return;
+	for (int i = 0; i < g_ndev && !c; i++) {
+		struct odlp_dev *d = &g_devs[i];
+
+		pthread_mutex_lock(&d->mu);
+		for (struct odlp_comm *x = d->comms; x; x = x->next)
+			if ((uintptr_t)x == hd->stage_comm && x->kind == K_SEND &&
+			    x->handle_cookie == hd->listen_nonce)
+				c = x;
+		pthread_mutex_unlock(&d->mu);
+	}
+	hd->stage_cookie = 0;
+	hd->stage_comm = 0;
+	if (c)
+		close_comm(c, K_SEND);
 }
 
 static ncclResult_t core_accept(void *listenComm, void **recvComm)
@@ -3846,6 +3923,8 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 			for (int j = 0; j < n; j++)
 				if (st->sub[j])
 					close_comm(st->sub[j], K_SEND);
+				else
+					connect_abandon(&st->h[j]);
 			vh->stage_cookie = 0;
 			vh->stage = 0;
 			vstage_unlink(st);

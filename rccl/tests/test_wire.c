@@ -126,15 +126,20 @@ static int npending(void)
 	return n;
 }
 
-/* control messages queued of type t (0: all), to port (0: any) */
-static int nqueued(uint8_t t, uint32_t port)
+/* control messages queued on d of type t (0: all), to port (0: any) */
+static int nqueued_on(const struct odlp_dev *d, uint8_t t, uint32_t port)
 {
 	int n = 0;
 
-	for (struct ctrl_msg *m = td.cq_head; m; m = m->next)
+	for (struct ctrl_msg *m = d->cq_head; m; m = m->next)
 		if ((!t || m->h.type == t) && (!port || m->dport == port))
 			n++;
 	return n;
+}
+
+static int nqueued(uint8_t t, uint32_t port)
+{
+	return nqueued_on(&td, t, port);
 }
 
 /* one connect arriving twice is one connection, not two accept()s */
@@ -768,6 +773,189 @@ START_TEST(t_cts_ring_bounded)
 }
 END_TEST
 
+/* the peer accepts our connect and closes that comm at once, both before
+ * NCCL calls connect again: the connect fails (it used to report "not
+ * yet" for ever, the comm stuck between ready and closed) */
+START_TEST(t_connect_peer_closed)
+{
+	struct odlp_comm *sc = new_comm(&td, K_SEND);
+	struct odl_handle hd = { 0 };
+	void *out = NULL;
+	uint32_t id;
+
+	ck_assert_ptr_nonnull(sc);
+	id = sc->id;
+	sc->state = S_PENDING;
+	sc->peer_port = 7;
+	sc->handle_cookie = 42;
+	hd.stage_cookie = g_instance;
+	hd.stage_comm = (uintptr_t)sc;
+	hd.listen_nonce = 42;
+	ck_assert_int_eq(connect_done(&td, sc, &hd, &out), ncclSuccess);
+	ck_assert_ptr_null(out); /* no answer yet */
+	peer_says(M_ACK, 7, id, 30, 0, 99);
+	peer_says(M_CLOSE, 7, id, 30, 0, 99);
+	ck_assert_int_eq(sc->state, S_PEER_CLOSED);
+	ck_assert_int_eq(connect_done(&td, sc, &hd, &out), ncclRemoteError);
+	ck_assert_ptr_null(out);
+	ck_assert_ptr_null(find_comm(&td, id));
+	ck_assert_uint_eq(hd.stage_cookie, 0);
+	ck_assert_int_eq(t_warns, 1);
+	/* accepted and still open: handed over */
+	sc = new_comm(&td, K_SEND);
+	ck_assert_ptr_nonnull(sc);
+	sc->state = S_PENDING;
+	sc->peer_port = 7;
+	peer_says(M_ACK, 7, sc->id, 31, 0, 99);
+	ck_assert_int_eq(connect_done(&td, sc, &hd, &out), ncclSuccess);
+	ck_assert_ptr_eq(out, sc);
+}
+END_TEST
+
+/* an ACK for a comm we do not have (a connect given up before the peer
+ * accepted it): the comm the peer made for it is told CLOSE, an answer
+ * bounded like REJ and PONG */
+START_TEST(t_ack_unknown_answered)
+{
+	peer_says(M_ACK, 7, 555, 31, 0, 99);
+	ck_assert_int_eq(nqueued(M_CLOSE, 7), 1);
+	ck_assert_uint_eq(td.cq_tail->h.dst, 31);
+	ck_assert_uint_eq(td.cq_tail->h.src, 555);
+	/* to our listen comm: not a connect of ours, nothing to close */
+	peer_says(M_ACK, 7, tl->id, 32, 0, 99);
+	ck_assert_int_eq(nqueued(0, 0), 1);
+	for (uint32_t i = 0; i < 10 * ANSWERS_MAX; i++)
+		peer_says(M_ACK, 7, 1000 + i, 40 + i, 0, 99);
+	ck_assert_int_eq(nqueued(M_CLOSE, 7), ANSWERS_MAX);
+	ck_assert_int_eq(td.cq_answers, ANSWERS_MAX);
+	cq_pop(&td);
+	ck_assert_int_eq(td.cq_answers, ANSWERS_MAX - 1);
+	peer_says(M_ACK, 7, 5000, 5001, 0, 99);
+	ck_assert_int_eq(nqueued(M_CLOSE, 7), ANSWERS_MAX);
+	/* a CLOSE of our own comm is no answer: queued whatever the count */
+	struct odlp_comm *sc = new_comm(&td, K_SEND);
+
+	ck_assert_ptr_nonnull(sc);
+	sc->state = S_READY;
+	sc->peer_port = 7;
+	sc->peer_id = 77;
+	ck_assert_int_eq(close_comm(sc, K_SEND), ncclSuccess);
+	ck_assert_int_eq(nqueued(M_CLOSE, 7), ANSWERS_MAX + 1);
+	ck_assert_int_eq(td.cq_answers, ANSWERS_MAX);
+	while (td.cq_head)
+		cq_pop(&td);
+	ck_assert_int_eq(td.cq_answers, 0);
+}
+END_TEST
+
+/* a fused connect that fails on one rail gives up the others' connects in
+ * whatever state they reached (they used to stay on their devices for
+ * good, so those devices could never be reopened) */
+START_TEST(t_connect_abandon)
+{
+	struct odlp_dev *d = &g_devs[0];
+	struct odl_handle hp = { 0 }, hr = { 0 }, hn = { 0 };
+	struct odlp_comm *p, *r;
+	uint32_t pid, rid;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "rail");
+	d->port = 5;
+	d->next_id = 1;
+	g_ndev = 1;
+	p = new_comm(d, K_SEND);
+	r = new_comm(d, K_SEND);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(r);
+	pid = p->id;
+	rid = r->id;
+	p->state = S_PENDING; /* CONN sent, no answer yet */
+	p->peer_port = 7;
+	p->handle_cookie = 1;
+	r->state = S_READY; /* accepted since the last call */
+	r->peer_port = 7;
+	r->peer_id = 60;
+	r->handle_cookie = 2;
+	hp.stage_cookie = hr.stage_cookie = hn.stage_cookie = g_instance;
+	hp.stage_comm = (uintptr_t)p;
+	hp.listen_nonce = 1;
+	hr.stage_comm = (uintptr_t)r;
+	hr.listen_nonce = 2;
+	hn.stage_comm = (uintptr_t)r; /* the wrong listener: not this connect */
+	hn.listen_nonce = 3;
+	connect_abandon(&hn);
+	ck_assert_ptr_eq(find_comm(d, rid), r);
+	ck_assert_uint_eq(hn.stage_cookie, 0);
+	connect_abandon(&hp);
+	ck_assert_ptr_null(find_comm(d, pid));
+	ck_assert_int_eq(nqueued_on(d, 0, 0), 0);
+	connect_abandon(&hr);
+	ck_assert_ptr_null(find_comm(d, rid));
+	ck_assert_ptr_null(d->comms);
+	ck_assert_int_eq(nqueued_on(d, M_CLOSE, 7), 1);
+	ck_assert_uint_eq(d->cq_tail->h.dst, 60);
+	/* the pending one's accept comes later: the peer's comm hears CLOSE */
+	{
+		struct wire_hdr h = { .magic = WIRE_MAGIC, .type = M_ACK, .sport = 7,
+				      .dst = pid, .src = 61, .total = 99 };
+
+		handle_msg(d, (const char *)&h, sizeof(h), 1);
+	}
+	ck_assert_int_eq(nqueued_on(d, M_CLOSE, 7), 2);
+	ck_assert_uint_eq(d->cq_tail->h.dst, 61);
+	ck_assert_uint_eq(d->cq_tail->h.src, pid);
+	while (d->cq_head)
+		cq_pop(d);
+	g_ndev = 0;
+}
+END_TEST
+
+/* a keyed (zero-copy) message larger than the receive its CTS named: the
+ * library drops it with -EMSGSIZE; that receive fails with
+ * ncclRemoteError, the device and its other comms go on (it used to mark
+ * the whole device dead) */
+START_TEST(t_keyed_oversize)
+{
+	struct odlp_comm *rc = new_comm(&td, K_RECV);
+	struct odl_tb5_completion cp = { 0 };
+	struct odlp_req *r;
+	int slot = 3;
+
+	ck_assert_ptr_nonnull(rc);
+	rc->state = S_READY;
+	rc->peer_port = 7;
+	rc->peer_id = 20;
+	r = get_req(rc);
+	ck_assert_ptr_nonnull(r);
+	r->n = 2;
+	r->rcap[0] = r->rcap[1] = 4096;
+	r->rkey[1] = 99;
+	td.krx[slot].r = r;
+	td.krx[slot].idx = 1;
+	td.krx_busy[slot] = true;
+	cp.op = ODL_TB5_OP_RECV;
+	cp.cookie = KC_RX | (uint64_t)slot;
+	cp.status = -EMSGSIZE;
+	cp.length = 8192;
+	zc_complete(&td, &cp, 1);
+	ck_assert(!td.dead);
+	ck_assert(!td.krx_busy[slot]);
+	ck_assert_int_eq(r->rdone[1], 1);
+	ck_assert_int_eq(r->rdone[0], 0);
+	ck_assert_int_eq(r->err, ncclRemoteError);
+	ck_assert_uint_eq(r->rtotal[1], 8192);
+	ck_assert_int_eq(rc->state, S_READY);
+	ck_assert_int_eq(t_warns, 1);
+	/* another error of a keyed receive (the link) still fails the device */
+	td.krx[slot].r = r;
+	td.krx[slot].idx = 0;
+	td.krx_busy[slot] = true;
+	cp.status = -EIO;
+	zc_complete(&td, &cp, 1);
+	ck_assert(td.dead);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rccl-wire");
@@ -791,6 +979,10 @@ int main(void)
 	tcase_add_test(tc, t_busy_poll_choice);
 	tcase_add_test(tc, t_rail_parts);
 	tcase_add_test(tc, t_cts_ring_bounded);
+	tcase_add_test(tc, t_connect_peer_closed);
+	tcase_add_test(tc, t_ack_unknown_answered);
+	tcase_add_test(tc, t_connect_abandon);
+	tcase_add_test(tc, t_keyed_oversize);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fuzz");
 	tcase_add_checked_fixture(tc, fz_setup, fz_teardown);
