@@ -947,15 +947,27 @@ bad:
  * until it has been processed, so the callback keeps queueing while the
  * replay work has the lock dropped.
  */
-static void odl_rx_stall(struct odl_dev *dev)
+/*
+ * Hold RX: the message at the head of rx_held waits for a RECV. A new wait
+ * starts its clock now; with @again (the same message still waiting after
+ * a replay: a RECV was posted for another message or port) its clock runs
+ * on, so it is dropped rx_stall_ms after it began however often others
+ * post.
+ */
+static void odl_rx_stall(struct odl_dev *dev, bool again)
 {
+	unsigned long due;
+
 	if (dev->rx_stalled)
 		return;
 	dev->rx_stalled = true;
-	dev->rx_stall_since = jiffies;
-	dev->stats.rx_stalls++;
+	if (!again) {
+		dev->rx_stall_since = jiffies;
+		dev->stats.rx_stalls++;
+	}
+	due = dev->rx_stall_since + msecs_to_jiffies(READ_ONCE(rx_stall_ms));
 	mod_delayed_work(system_wq, &dev->rx_replay,
-			 msecs_to_jiffies(READ_ONCE(rx_stall_ms)));
+			 time_after(due, jiffies) ? due - jiffies : 0);
 }
 
 /* a RECV was posted or a port unbound: held frames may move (lock held) */
@@ -1009,20 +1021,22 @@ static void odl_rx_replay_work(struct work_struct *work)
 					   struct odl_dev, rx_replay);
 	struct odl_frame *fr, *fn;
 	LIST_HEAD(done);
-	bool force;
+	bool was_stalled, force, moved = false;
 
 	spin_lock(&dev->lock);
-	force = dev->rx_stalled &&
+	was_stalled = dev->rx_stalled;
+	force = was_stalled &&
 		time_after_eq(jiffies, dev->rx_stall_since +
 			      msecs_to_jiffies(READ_ONCE(rx_stall_ms)));
 	dev->rx_stalled = false;
 	while (dev->connected && !list_empty(&dev->rx_held)) {
 		fr = list_first_entry(&dev->rx_held, struct odl_frame, list);
 		if (odl_rx_frame(dev, fr, force)) {
-			odl_rx_stall(dev);
+			odl_rx_stall(dev, was_stalled && !moved);
 			break;
 		}
 		force = false;
+		moved = true;
 		list_move_tail(&fr->list, &done);
 	}
 	if (dev->connected)
@@ -1054,7 +1068,7 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 		   (!list_empty(&dev->rx_held) ||
 		    odl_rx_frame(dev, fr, false))) {
 		list_add_tail(&fr->list, &dev->rx_held);
-		odl_rx_stall(dev);
+		odl_rx_stall(dev, false);
 		spin_unlock(&dev->lock);
 		return;
 	} else if (dev->connected) {

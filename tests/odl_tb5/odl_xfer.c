@@ -12,6 +12,8 @@
  *   odl_xfer ksend  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer urecv  [-d DEV] -p PORT -q PEERPORT -g GOFILE [-N]
  *   odl_xfer usend  [-d DEV] -p PORT -q PEERPORT [-N]
+ *   odl_xfer hold   [-d DEV] -p PORT [-t SECONDS]
+ *   odl_xfer kick   [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer fuzz   [-d DEV] [-n SECONDS] [-S SEED]
@@ -38,6 +40,12 @@
  * than messages were sent (a damaged message reported twice takes a
  * later message's RECV). ODL_SINK_VERBOSE=1 prints each failure and
  * lost-message event with the number of the message delivered before it.
+ * hold: binds PORT and posts nothing for SECONDS (-t, default 15), so
+ * messages to it wait in the driver and then hold the RX ring; it prints
+ * "ready" once bound, and at the end how many lost-message events it got.
+ * kick: binds PORT and for SECONDS posts and cancels a keyed RECV every
+ * 200 ms (each post wakes the driver's held RX frames), "ready" once
+ * bound, at the end the number of posts.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,6 +68,7 @@
 
 static const char *devpath = "/dev/odl_tb5_0";
 static int port, peer_port, count = 10;
+static int idle_s = 15; /* -t: sink idle end, hold/kick duration */
 static uint64_t sizes[64];
 static int nsizes;
 static int use_dmabuf;	/* -D: data through a DMA-buf from odl_dmabuf_exp */
@@ -524,6 +533,68 @@ static int cmd_post(void)
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmd_hold(void)
+{
+	double end = mono_s() + idle_s;
+	struct odl_tb5_completion e;
+	struct odl_tb5_poll_cq pq = {
+		.size = sizeof(pq), .max_entries = 1,
+		.entries_ptr = (uintptr_t)&e, .entry_size = sizeof(e),
+	};
+	struct chan c;
+	int lost = 0;
+
+	chan_open(&c, 4096);
+	printf("ready\n");
+	fflush(stdout);
+	while (mono_s() < end) {
+		pq.timeout_ms = 200;
+		if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
+			die("POLL_CQ");
+		if (pq.count && e.type == ODL_TB5_COMP_EVENT)
+			lost++;
+	}
+	printf("held port %d for %d s: %d lost-message events\n", port, idle_s, lost);
+	return 0;
+}
+
+static int cmd_kick(void)
+{
+	double end = mono_s() + idle_s;
+	struct odl_tb5_cancel cn = { .size = sizeof(cn) };
+	struct chan c;
+	uint32_t k;
+
+	chan_open(&c, 4096);
+	printf("ready\n");
+	fflush(stdout);
+	for (k = 1; mono_s() < end; k++) {
+		struct odl_tb5_completion e;
+
+		post_recv_f(&c, 0, 2, 0, 4096, k, k);
+		cn.key = k;
+		if (ioctl(c.fd, ODL_TB5_IOC_CANCEL, &cn))
+			die("CANCEL");
+		e = next_comp(&c);
+		if (e.type != ODL_TB5_COMP_RECV || e.cookie != k || e.status != -ECANCELED) {
+			fprintf(stderr, "kick %u: completion type %u cookie %llu status %d\n", k,
+				e.type, (unsigned long long)e.cookie, e.status);
+			return 1;
+		}
+		usleep(200000);
+	}
+	printf("kicked %u times\n", k - 1);
+	return 0;
+}
+
 /* flood/sink: message k is fill(k) with its first 8 bytes replaced by k
  * and ~k, so the sink can tell which message it got
  */
@@ -578,7 +649,6 @@ static int cmd_flood(void)
 	return 0;
 }
 
-static int idle_s = 15;
 
 static int cmd_sink(void)
 {
@@ -1708,7 +1778,7 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|post|flood|sink|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|post|hold|kick|flood|sink|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
@@ -1761,6 +1831,10 @@ int main(int argc, char **argv)
 		return cmd_send();
 	if (!strcmp(cmd, "post"))
 		return cmd_post();
+	if (!strcmp(cmd, "hold"))
+		return cmd_hold();
+	if (!strcmp(cmd, "kick"))
+		return cmd_kick();
 	if (!strcmp(cmd, "flood"))
 		return cmd_flood();
 	if (!strcmp(cmd, "sink"))
