@@ -345,6 +345,51 @@ static struct odl_recv *odl_take_recv(struct odl_file *f, u32 key)
 	return r;
 }
 
+/*
+ * Room for a message of @len among those held back for a RECV (dev->lock
+ * held). Where there is none, the oldest one that has waited rx_stall_ms
+ * or longer is dropped to make it (its file gets the lost-message EVENT,
+ * counted in drops), so messages nobody receives (a keyed one whose RECV
+ * was withdrawn, a hostile peer's) cannot keep the room for good and
+ * hold the RX ring for every port. False: no room, none waited that long.
+ */
+static bool odl_pending_room(struct odl_dev *dev, u32 len)
+{
+	unsigned long wait = msecs_to_jiffies(READ_ONCE(rx_stall_ms));
+
+	while (dev->pending_count >= ODL_PENDING_MAX ||
+	       dev->pending_bytes + len > ODL_PENDING_BYTES) {
+		struct odl_pending *old = NULL, *p;
+		struct odl_file *of = NULL, *f;
+		unsigned int port;
+
+		for (port = 1; port <= ODL_TB5_MAX_PORT; port++) {
+			f = dev->ports[port];
+			if (!f || list_empty(&f->pending))
+				continue;
+			/* each file's list is in arrival order */
+			p = list_first_entry(&f->pending, struct odl_pending,
+					     list);
+			if (time_before(jiffies, p->since + wait))
+				continue;
+			if (!old || time_before(p->since, old->since)) {
+				old = p;
+				of = f;
+			}
+		}
+		if (!old)
+			return false;
+		list_del(&old->list);
+		dev->pending_count--;
+		dev->pending_bytes -= old->len;
+		dev->stats.drops++;
+		odl_event(of, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+		kvfree(old->data);
+		kfree(old);
+	}
+	return true;
+}
+
 /* Report a failed message to the file bound to @port. */
 static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 			      u32 key, int status)
@@ -362,7 +407,7 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 		odl_recv_done(dev, r, status, 0, src_port);
 		return;
 	}
-	if (dev->pending_count >= ODL_PENDING_MAX) {
+	if (!odl_pending_room(dev, 0)) {
 		dev->stats.drops++;
 		return;
 	}
@@ -371,6 +416,7 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 		dev->stats.drops++;
 		return;
 	}
+	p->since = jiffies;
 	p->status = status;
 	p->src_port = src_port;
 	p->key = key;
@@ -641,6 +687,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 			break;
 		}
 		p->data = dev->rx.stage;
+		p->since = jiffies;
 		p->len = dev->rx.len;
 		p->src_port = dev->rx.src_port;
 		p->key = dev->rx.key;
@@ -770,8 +817,7 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 		dev->rx.recv = r;
 		return;
 	}
-	if (dev->pending_count >= ODL_PENDING_MAX ||
-	    dev->pending_bytes + msg_len > ODL_PENDING_BYTES) {
+	if (!odl_pending_room(dev, msg_len)) {
 		/* only after rx_stall_ms of holding the ring: tell the file */
 		dev->stats.drops++;
 		odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
@@ -792,16 +838,15 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 }
 
 /* Would the message starting with this frame have to wait: its port is
- * bound, has no RECV posted for it and the pending queue is full?
+ * bound, has no RECV posted for it and there is no room among the held
+ * back messages, not even by dropping a stale one (odl_pending_room)?
  */
 static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
 			     u32 key)
 {
 	struct odl_file *f = dev->ports[dst];
 
-	return f && !odl_peek_recv(f, key) &&
-	       (dev->pending_count >= ODL_PENDING_MAX ||
-		dev->pending_bytes + msg_len > ODL_PENDING_BYTES);
+	return f && !odl_peek_recv(f, key) && !odl_pending_room(dev, msg_len);
 }
 
 /* Process one RX frame (dev->lock held). Returns true, having changed

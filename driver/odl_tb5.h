@@ -121,6 +121,7 @@ struct odl_pending {
 	u16 src_port;
 	u32 key;
 	int status;
+	unsigned long since;	/* jiffies when it began to wait */
 };
 
 /* A handle: an imported DMA-buf, or (1.4, buf NULL) pinned user memory. */

@@ -11,14 +11,15 @@
 # Urgent messages (ABI 1.5) go out ahead of queued ones that have not
 # started, and only with the flag. Messages for a port nobody holds are
 # counted in no_port (ABI 1.6), not in drops. A message for a bound port
-# with no RECV, once 16 MiB wait there, holds the RX ring and is dropped
-# after rx_stall_ms, however often another port posts RECVs meanwhile;
-# then data moves again. The counters read through
+# with no RECV, once 16 MiB wait there, holds the RX ring for rx_stall_ms,
+# however often another port posts RECVs meanwhile, then the oldest held
+# back message gives way; a held back message older than rx_stall_ms gives
+# way at once to a new one; then data moves again. The counters read through
 # GET_STATS are the same in sysfs (statistics/, a file each) and in
 # `odl_tb5_cli --list --json`.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 16
+tap_plan 17
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -62,9 +63,10 @@ else
 		"$out" "before: no_port=$np0 drops=$dr0" "after: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
 # a bound port with no RECV: b's driver holds back 4 x 4 MiB for it (its
-# 16 MiB), the fifth message holds the RX ring and is dropped after
-# rx_stall_ms (3 s here) while another port of b posts (and cancels) a
-# RECV every 200 ms. Each post wakes the held frames; the wait used to
+# 16 MiB), the fifth message holds the RX ring for rx_stall_ms (3 s here)
+# while another port of b posts (and cancels) a RECV every 200 ms, then
+# the oldest held back message (older than rx_stall_ms by then) is dropped
+# to make room for it. Each post wakes the held frames; the wait used to
 # start again on every wake, so the ring stayed held as long as posts came
 # more often than rx_stall_ms: now one stall, one drop
 stall_ms=$(vm b cat /sys/module/odl_tb5/parameters/rx_stall_ms)
@@ -74,7 +76,7 @@ vm b sh -c "setsid /tmp/odl_xfer hold -p 60 -t 300 > /tmp/hold.log 2>&1 < /dev/n
 vm b sh -c "setsid /tmp/odl_xfer kick -p 61 -t 300 > /tmp/kick.log 2>&1 < /dev/null &"
 wait_for "vm b grep -q ready /tmp/hold.log && vm b grep -q ready /tmp/kick.log" 30
 vm a sh -c "setsid /tmp/odl_xfer post -p 62 -q 60 -n 5 -s 4194304 > /tmp/post.log 2>&1 < /dev/null &"
-desc="b: 4 x 4 MiB held back for a port with no RECV, the 5th held the ring and was dropped after rx_stall_ms while port 61 kept posting (one stall, one drop)"
+desc="b: 4 x 4 MiB held back for a port with no RECV, the 5th held the ring for rx_stall_ms while port 61 kept posting, then the oldest gave way (one stall, one drop)"
 if wait_for "[ \"\$(stat_of b drops)\" = $((dr0 + 1)) ]" 120 >&2 &&
 	wait_for "vm a grep -q 'posted 5' /tmp/post.log" 60 >&2 &&
 	[ "$(stat_of b rx_stalls)" = $((rs0 + 1)) ] && ! vm b grep -q kicked /tmp/kick.log; then
@@ -83,6 +85,20 @@ else
 	not_ok "$desc" "before: drops=$dr0 rx_stalls=$rs0" "after: $(vm b /tmp/odl_xfer stats 2>&1)" \
 		"a: $(vm a cat /tmp/post.log 2>&1)" "kick: $(vm b cat /tmp/kick.log 2>&1)" \
 		"$(vm b dmesg | tail -n 20)"
+fi
+# the room is still full, with messages held back longer than rx_stall_ms:
+# a message for another port with no RECV takes the oldest one's room at
+# once instead of holding the ring (it used to hold it for rx_stall_ms and
+# then be dropped itself)
+dr1=$(stat_of b drops) rs1=$(stat_of b rx_stalls)
+vm b sh -c "setsid /tmp/odl_xfer hold -p 65 -t 300 > /tmp/hold65.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/hold65.log" 30
+out=$("$VMPAIR" exec a --timeout 120 -- /tmp/odl_xfer post -p 67 -q 65 -n 1 -s 4194304 2>&1)
+desc="b: a message for another port with no RECV took the room of one held back longer than rx_stall_ms (no stall, one drop)"
+if wait_for "[ \"\$(stat_of b drops)\" = $((dr1 + 1)) ]" 60 >&2 && [ "$(stat_of b rx_stalls)" = "$rs1" ]; then
+	ok "$desc" "$out" "$(vm b /tmp/odl_xfer stats)"
+else
+	not_ok "$desc" "before: drops=$dr1 rx_stalls=$rs1" "after: $(vm b /tmp/odl_xfer stats 2>&1)" "a: $out"
 fi
 vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
 wait_for "! vm b pidof odl_xfer" 30
@@ -122,6 +138,6 @@ for v in a b; do
 			"$(stats_three_ways $v 2>&1)" "$(cat "$VMPAIR_STATE/sysfs-$v")"
 	fi
 done
-ODL_EXPECT_DROPS=1 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the message held too long" b
+ODL_EXPECT_DROPS=2 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the two messages held back too long" b
 odl_check_clean
 tap_done
