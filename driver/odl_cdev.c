@@ -874,7 +874,10 @@ static long odl_ioc_dmabuf_import(struct odl_file *f, unsigned long arg)
 		ret = -EBADF;
 		goto err_free;
 	}
-	d->attach = dma_buf_attach(d->buf, tb_ring_dma_device(dev->tx_ring));
+	/* the NHI's device, not the ring's: a re-login may free the rings
+	 * meanwhile (dev->xd is held until the last file closes)
+	 */
+	d->attach = dma_buf_attach(d->buf, &dev->xd->tb->nhi->pdev->dev);
 	if (IS_ERR(d->attach)) {
 		ret = PTR_ERR(d->attach);
 		goto err_put;

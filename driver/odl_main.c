@@ -1084,8 +1084,6 @@ static void odl_rx_replay_work(struct work_struct *work)
 		moved = true;
 		list_move_tail(&fr->list, &done);
 	}
-	if (dev->connected)
-		odl_rx_credit_due(dev);
 	if (!dev->connected)
 		list_splice_init(&dev->rx_held, &done);
 	spin_unlock(&dev->lock);
@@ -1093,6 +1091,15 @@ static void odl_rx_replay_work(struct work_struct *work)
 		list_del_init(&fr->list);
 		if (READ_ONCE(dev->connected))
 			odl_rx_repost(dev, fr);
+	}
+	/* SW credits only for frames back on the ring: up to a ring's worth
+	 * was processed here, more than the peer's slack of 64
+	 */
+	if (moved) {
+		spin_lock(&dev->lock);
+		if (dev->connected)
+			odl_rx_credit_due(dev);
+		spin_unlock(&dev->lock);
 	}
 }
 

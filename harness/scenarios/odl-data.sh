@@ -53,10 +53,9 @@ check "two concurrent opens on separate ports, both verified" \
 	vm b sh -c 'grep -q " 0 bad" /tmp/rx.p11 && grep -q " 0 bad" /tmp/rx.p13'
 # messages for a port nobody holds on b: dropped there, counted in no_port
 # (ABI 1.6), not in drops (which counts messages lost for want of room)
-stat_of() { vm "$1" /tmp/odl_xfer stats | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-np0=$(stat_of b no_port) dr0=$(stat_of b drops)
+np0=$(odl_stat b no_port) dr0=$(odl_stat b drops)
 out=$(vm a /tmp/odl_xfer post -p 40 -q 250 -n 3 -s 5000,1,70000 2>&1)
-if wait_for "[ \"\$(stat_of b no_port)\" = $((np0 + 3)) ]" 60 >&2 && [ "$(stat_of b drops)" = "$dr0" ]; then
+if wait_for "[ \"\$(odl_stat b no_port)\" = $((np0 + 3)) ]" 60 >&2 && [ "$(odl_stat b drops)" = "$dr0" ]; then
 	ok "a -> b port 250 (nobody bound): 3 messages counted in b's no_port, not in drops" "$out"
 else
 	not_ok "a -> b port 250 (nobody bound): 3 messages counted in b's no_port, not in drops" \
@@ -71,15 +70,15 @@ fi
 # more often than rx_stall_ms: now one stall, one drop
 stall_ms=$(vm b cat /sys/module/odl_tb5/parameters/rx_stall_ms)
 vm b sh -c 'echo 3000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
-dr0=$(stat_of b drops) rs0=$(stat_of b rx_stalls)
+dr0=$(odl_stat b drops) rs0=$(odl_stat b rx_stalls)
 vm b sh -c "setsid /tmp/odl_xfer hold -p 60 -t 300 > /tmp/hold.log 2>&1 < /dev/null &"
 vm b sh -c "setsid /tmp/odl_xfer kick -p 61 -t 300 > /tmp/kick.log 2>&1 < /dev/null &"
 wait_for "vm b grep -q ready /tmp/hold.log && vm b grep -q ready /tmp/kick.log" 30
 vm a sh -c "setsid /tmp/odl_xfer post -p 62 -q 60 -n 5 -s 4194304 > /tmp/post.log 2>&1 < /dev/null &"
 desc="b: 4 x 4 MiB held back for a port with no RECV, the 5th held the ring for rx_stall_ms while port 61 kept posting, then the oldest gave way (one stall, one drop)"
-if wait_for "[ \"\$(stat_of b drops)\" = $((dr0 + 1)) ]" 120 >&2 &&
+if wait_for "[ \"\$(odl_stat b drops)\" = $((dr0 + 1)) ]" 120 >&2 &&
 	wait_for "vm a grep -q 'posted 5' /tmp/post.log" 60 >&2 &&
-	[ "$(stat_of b rx_stalls)" = $((rs0 + 1)) ] && ! vm b grep -q kicked /tmp/kick.log; then
+	[ "$(odl_stat b rx_stalls)" = $((rs0 + 1)) ] && ! vm b grep -q kicked /tmp/kick.log; then
 	ok "$desc" "$(vm a cat /tmp/post.log)" "$(vm b /tmp/odl_xfer stats)"
 else
 	not_ok "$desc" "before: drops=$dr0 rx_stalls=$rs0" "after: $(vm b /tmp/odl_xfer stats 2>&1)" \
@@ -90,12 +89,12 @@ fi
 # a message for another port with no RECV takes the oldest one's room at
 # once instead of holding the ring (it used to hold it for rx_stall_ms and
 # then be dropped itself)
-dr1=$(stat_of b drops) rs1=$(stat_of b rx_stalls)
+dr1=$(odl_stat b drops) rs1=$(odl_stat b rx_stalls)
 vm b sh -c "setsid /tmp/odl_xfer hold -p 65 -t 300 > /tmp/hold65.log 2>&1 < /dev/null &"
 wait_for "vm b grep -q ready /tmp/hold65.log" 30
 out=$("$VMPAIR" exec a --timeout 120 -- /tmp/odl_xfer post -p 67 -q 65 -n 1 -s 4194304 2>&1)
 desc="b: a message for another port with no RECV took the room of one held back longer than rx_stall_ms (no stall, one drop)"
-if wait_for "[ \"\$(stat_of b drops)\" = $((dr1 + 1)) ]" 60 >&2 && [ "$(stat_of b rx_stalls)" = "$rs1" ]; then
+if wait_for "[ \"\$(odl_stat b drops)\" = $((dr1 + 1)) ]" 60 >&2 && [ "$(odl_stat b rx_stalls)" = "$rs1" ]; then
 	ok "$desc" "$out" "$(vm b /tmp/odl_xfer stats)"
 else
 	not_ok "$desc" "before: drops=$dr1 rx_stalls=$rs1" "after: $(vm b /tmp/odl_xfer stats 2>&1)" "a: $out"

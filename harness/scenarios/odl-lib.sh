@@ -130,6 +130,11 @@ odl_problems() {
 		lvl <= 4 && /odl_tb5/ { print }'\'''
 }
 
+# odl_stat GUEST NAME: one of the driver's counters (odl_xfer stats)
+odl_stat() {
+	vm "$1" /tmp/odl_xfer stats | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
 # odl_check_rx_stats DESC GUEST...: the driver counted no sequence, length or
 # descriptor error and dropped ODL_EXPECT_DROPS messages (default none) on
 # each GUEST (odl_xfer stats)
