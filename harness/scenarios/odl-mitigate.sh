@@ -10,16 +10,6 @@
 #    with E2E flow control; falling back to software credits", both sides
 #    rebuild their rings without E2E and log in again, the queued messages
 #    go out again and all data arrives verified (flow_control sw-credits).
-# 2b. With software credits, b holds back 16 MiB for a port with no RECV
-#    and 12 x 4 MiB go to it: b's RX ring is held (no credits go back, a
-#    stops at its window), after rx_stall_ms the held-back messages that
-#    waited that long give way and the held frames are processed again;
-#    their credit goes back only once they are on the ring again (else the
-#    peer's next frames can find it empty: the model counts rx_overflow).
-#    8 messages dropped, none of a's sends lost, no overflow, no sequence
-#    errors, and data moves verified afterwards. (Whether the old order
-#    overflowed depended on timing, so this check guards the path rather
-#    than proving the order.)
 # 3. The model drops every 3rd RX completion interrupt on both hosts:
 #    transfers still complete verified (a later interrupt, or the
 #    completion poll, picks the completions up; model irq_dropped).
@@ -31,7 +21,7 @@
 # Needs build/driver (make driver), or ODL_BUILD_DRIVER for NAME@KERNEL.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 16
+tap_plan 13
 tap_timeout 2400
 odl_need_build
 pair_up --profile amd-strix-halo
@@ -132,40 +122,6 @@ if [ "$fa/$fb" = sw-credits/sw-credits ] &&
 else
 	not_ok "e2e=auto: both sides report software credits, the fallback is counted" \
 		"flow $fa/$fb" "a: $(mit a)" "b: $(mit b)"
-fi
-
-# --- 2b. software credits through a held RX ring ----------------------
-stall_ms=$(vm b cat /sys/module/odl_tb5/parameters/rx_stall_ms)
-vm b sh -c 'echo 3000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
-dr0=$(odl_stat b drops) rs0=$(odl_stat b rx_stalls) of0=$(nhi_stats b rx_overflow)
-vm b sh -c "setsid /tmp/odl_xfer hold -p 60 -t 600 > /tmp/hold.log 2>&1 < /dev/null &"
-wait_for "vm b grep -q ready /tmp/hold.log" 30
-out=$("$VMPAIR" exec a --timeout 300 -- /tmp/odl_xfer post -p 62 -q 60 -n 12 -s 4194304 2>&1)
-rc=$?
-wait_for "[ \"\$(odl_stat b drops)\" -ge $((dr0 + 8)) ]" 120 >&2
-dr1=$(odl_stat b drops) rs1=$(odl_stat b rx_stalls) of1=$(nhi_stats b rx_overflow)
-vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
-wait_for "! vm b pidof odl_xfer" 30
-vm b sh -c "echo $stall_ms > /sys/module/odl_tb5/parameters/rx_stall_ms"
-if [ $rc = 0 ] && [ "$dr1" = $((dr0 + 8)) ] && [ "$rs1" -gt "$rs0" ]; then
-	ok "sw-credits: 12 x 4 MiB to a port with no RECV: all sent, b's ring held (rx_stalls $rs0 -> $rs1), 8 stale messages gave way" "$out"
-else
-	not_ok "sw-credits: 12 x 4 MiB to a port with no RECV: all sent, b's ring held, 8 stale messages gave way" \
-		"exit $rc: $out" "drops $dr0 -> $dr1, rx_stalls $rs0 -> $rs1" "b: $(mit b)"
-fi
-if [ "$of1" = "$of0" ] && [ "$(odl_stat b seq_errors)" = 0 ] && [ "$(odl_stat b len_errors)" = 0 ]; then
-	ok "sw-credits: the replayed frames' credit came back after they were on the ring (no RX overflow on b, no sequence or length errors)"
-else
-	not_ok "sw-credits: the replayed frames' credit came back after they were on the ring (no RX overflow on b, no sequence or length errors)" \
-		"model rx_overflow $of0 -> $of1" "$(vm b /tmp/odl_xfer stats 2>&1)"
-fi
-N=8 SIZES=4096,1048576
-xfer_bounded 600
-if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
-	ok "sw-credits: afterwards $N messages a -> b verified and acknowledged" "$XFER_OUT"
-else
-	stop_rx
-	not_ok "sw-credits: afterwards $N messages a -> b verified and acknowledged" "exit $XFER_RC" "$XFER_OUT"
 fi
 
 # --- 3. lost completion interrupts: recovered by the completion poll ---
