@@ -457,6 +457,16 @@ static void odl_match_pending(struct odl_dev *dev, struct odl_file *f)
  * TX
  */
 
+/*
+ * What a software credit may grant (dev->lock held): the frames processed,
+ * less those the replay work has not put back on the RX ring yet (a credit
+ * for them lets the peer send into descriptors that are not there).
+ */
+static u32 odl_rx_credit_seq(const struct odl_dev *dev)
+{
+	return dev->rx_ack - dev->rx_unposted;
+}
+
 /* Send a software credit frame if one is due (dev->lock held). */
 static void odl_tx_credit(struct odl_dev *dev)
 {
@@ -469,7 +479,7 @@ static void odl_tx_credit(struct odl_dev *dev)
 	h = fr->buf;
 	memset(h, 0, sizeof(*h));
 	h->magic = cpu_to_le32(ODL_CREDIT_MAGIC);
-	h->seq = cpu_to_le32(dev->rx_ack);
+	h->seq = cpu_to_le32(odl_rx_credit_seq(dev));
 	fr->frame.size = ODL_HDR_SIZE;
 	fr->frame.sof = ODL_PDF_SOF;
 	fr->frame.eof = ODL_PDF_CREDIT;
@@ -480,7 +490,7 @@ static void odl_tx_credit(struct odl_dev *dev)
 	list_del(&fr->list);
 	dev->tx_inflight++;
 	dev->credit_pending = false;
-	dev->rx_ack_sent = dev->rx_ack;
+	dev->rx_ack_sent = odl_rx_credit_seq(dev);
 	dev->rx_ack_time = jiffies;
 	dev->stats.credit_frames++;
 }
@@ -1027,7 +1037,8 @@ static void odl_rx_kick(struct odl_dev *dev)
  */
 static void odl_rx_credit_due(struct odl_dev *dev)
 {
-	if (dev->rx_sw && dev->rx_ack - dev->rx_ack_sent >= dev->ring_size / 8) {
+	if (dev->rx_sw &&
+	    odl_rx_credit_seq(dev) - dev->rx_ack_sent >= dev->ring_size / 8) {
 		dev->credit_pending = true;
 		odl_tx_pump(dev);
 	}
@@ -1067,6 +1078,7 @@ static void odl_rx_replay_work(struct work_struct *work)
 	struct odl_frame *fr, *fn;
 	LIST_HEAD(done);
 	bool was_stalled, force, moved = false;
+	u32 n = 0;
 
 	spin_lock(&dev->lock);
 	was_stalled = dev->rx_stalled;
@@ -1083,6 +1095,11 @@ static void odl_rx_replay_work(struct work_struct *work)
 		force = false;
 		moved = true;
 		list_move_tail(&fr->list, &done);
+		/* credits (the RX callback's, the watchdog's, while a frame
+		 * being staged drops the lock) leave these out until reposted
+		 */
+		dev->rx_unposted++;
+		n++;
 	}
 	if (!dev->connected)
 		list_splice_init(&dev->rx_held, &done);
@@ -1097,6 +1114,8 @@ static void odl_rx_replay_work(struct work_struct *work)
 	 */
 	if (moved) {
 		spin_lock(&dev->lock);
+		/* a re-login meanwhile started the count again */
+		dev->rx_unposted -= min(n, dev->rx_unposted);
 		if (dev->connected)
 			odl_rx_credit_due(dev);
 		spin_unlock(&dev->lock);
@@ -1497,6 +1516,7 @@ static void odl_try_connect(struct odl_dev *dev)
 	dev->peer_ack = 0;
 	dev->rx_ack = 0;
 	dev->rx_ack_sent = 0;
+	dev->rx_unposted = 0;
 	dev->rx_ack_time = jiffies;
 	dev->credit_pending = false;
 	/* RX takes frames from here on; TX waits for odl_open_tx */
@@ -1670,7 +1690,7 @@ static void odl_watchdog_work(struct work_struct *work)
 	 * frame was lost
 	 */
 	if (dev->connected && dev->rx_sw &&
-	    (dev->rx_ack != dev->rx_ack_sent ||
+	    (odl_rx_credit_seq(dev) != dev->rx_ack_sent ||
 	     time_after(jiffies, dev->rx_ack_time + HZ))) {
 		dev->credit_pending = true;
 		odl_tx_pump(dev);

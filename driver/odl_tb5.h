@@ -258,7 +258,8 @@ struct odl_dev {
 	u32 peer_ack;			/* SW credits: peer processed < this */
 	u32 sw_window;			/* SW credits: data frames past peer_ack */
 	u32 rx_ack;			/* SW credits: next seq we expect */
-	u32 rx_ack_sent;		/* last rx_ack sent to the peer */
+	u32 rx_ack_sent;		/* last credit sent to the peer */
+	u32 rx_unposted;		/* processed, not back on the ring yet */
 	unsigned long rx_ack_time;	/* jiffies of the last credit frame */
 	bool credit_pending;		/* a credit frame is due */
 	struct odl_file *ports[ODL_TB5_MAX_PORT + 1];

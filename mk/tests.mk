@@ -22,8 +22,9 @@ sim-test: vm-prereqs $(SIM_EXTRA_DRIVERS)
 sim-test-matrix: vm-prereqs $(SIM_EXTRA_DRIVERS)
 	@bash $(TOP)/harness/sim-test --matrix
 
-# scenarios written for an open bug, not in make test until they pass
-# (odl-swcredit: software credits through a held RX ring, docs/testing.md)
+# scenarios written for a bug, kept out of make test until enough runs
+# show it fixed (odl-swcredit: software credits through a held RX ring,
+# docs/testing.md)
 sim-test-pending: vm-prereqs $(SIM_EXTRA_DRIVERS)
 	@bash $(TOP)/harness/sim-test odl-swcredit odl-swcredit@trixie
 
