@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # VM scenarios, demo and benchmarks (need QEMU, images, cable, agent).
-.PHONY: sim-test sim-test-matrix sim-test-pending demo bench vm-prereqs
+.PHONY: sim-test sim-test-matrix demo bench vm-prereqs
 
 # Guest kernels the scenarios run on besides the default (NAME@KERNEL).
 SIM_EXTRA_KERNELS ?= trixie
@@ -21,12 +21,6 @@ sim-test: vm-prereqs $(SIM_EXTRA_DRIVERS)
 # scenarios (docs/testing.md)
 sim-test-matrix: vm-prereqs $(SIM_EXTRA_DRIVERS)
 	@bash $(TOP)/harness/sim-test --matrix
-
-# scenarios written for a bug, kept out of make test until enough runs
-# show it fixed (odl-swcredit: software credits through a held RX ring,
-# docs/testing.md)
-sim-test-pending: vm-prereqs $(SIM_EXTRA_DRIVERS)
-	@bash $(TOP)/harness/sim-test odl-swcredit odl-swcredit@trixie
 
 demo: vm-prereqs
 	@bash $(TOP)/harness/demo

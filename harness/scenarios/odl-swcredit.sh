@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# odl-swcredit (not in make test yet: `make sim-test-pending`): software
+# odl-swcredit: software
 # credits through a held RX ring. odl_tb5 e2e=off on both (software credits
 # from the login on); b holds back 16 MiB for a port with no RECV and
 # 12 x 4 MiB go to it: b's RX ring is held (no credits go back, a stops at
@@ -15,8 +15,8 @@
 # passed too. Cause: while the replay work put the frames it had processed
 # back on the ring, a credit from the RX callback or the watchdog already
 # covered them. Fixed the same day (credits leave out frames not yet
-# reposted, rx_unposted); since then 4 runs passed (3 on 6.12). Kept out
-# of make test until more runs confirm it.
+# reposted, rx_unposted); since then 10 runs passed (6 on 6.12) before it
+# joined make test.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 tap_plan 4
