@@ -52,6 +52,8 @@
 #define ODL_SHM_SLICE_MS 10			/* futex sleep slice */
 #define SHM_STAGE_MAX	64			/* keyed messages held aside */
 #define SHM_STAGE_BYTES	(16ull << 20)
+#define SHM_STALL_MS	10000	/* a held-aside message may give way after */
+#define SHM_CANCELLED_MAX 64	/* withdrawn keys remembered */
 
 enum { SIDE_FREE = 0, SIDE_ATTACHED = 1, SIDE_DETACHED = 2 };
 
@@ -106,6 +108,7 @@ struct shm_staged {
 	struct shm_staged *next;
 	uint32_t key;
 	uint64_t len;
+	uint64_t since;		/* arrival, odl_now_ns */
 	uint8_t data[];
 };
 
@@ -142,11 +145,15 @@ struct shm_priv {
 	 * keyed receive, or with in_stage a staging buffer)
 	 */
 	bool in_keyed, in_stage;
+	bool in_drop;		/* for a withdrawn key: skipped, no completion */
 	struct shm_op cur;
 	struct shm_staged *stage_buf;	/* in_stage: being filled */
 	struct shm_staged *staged;	/* complete, waiting for receives */
 	unsigned int staged_n;
 	uint64_t staged_bytes;
+	uint64_t stall_ns;	/* a staged message older may give way */
+	uint32_t cancelled[SHM_CANCELLED_MAX];	/* withdrawn keys, 0: free */
+	unsigned int cancelled_next;
 	struct odl_tb5_completion *cq;
 	unsigned int cq_cap, cq_head, cq_count;
 	uint64_t last_live;
@@ -321,7 +328,7 @@ static void q_push_urgent(struct shm_q *q, const struct shm_op *o)
 /* a keyed receive is being filled (it is in cur, off the queues) */
 static bool filling_keyed(const struct shm_priv *p)
 {
-	return p->in_msg && p->in_keyed && !p->in_stage;
+	return p->in_msg && p->in_keyed && !p->in_stage && !p->in_drop;
 }
 
 static void fail_all(struct odl_tb5 *h, int err)
@@ -519,6 +526,38 @@ static int tx_progress(struct odl_tb5 *h)
 	return moved;
 }
 
+/* where p remembers key as withdrawn (odl_tb5_cancel_recv), or NULL */
+static uint32_t *cancelled_slot(struct shm_priv *p, uint32_t key)
+{
+	unsigned int i;
+
+	for (i = 0; key && i < SHM_CANCELLED_MAX; i++)
+		if (p->cancelled[i] == key)
+			return &p->cancelled[i];
+	return NULL;
+}
+
+/*
+ * No room to hold a keyed message aside: the oldest one held that has
+ * waited stall_ns gives way (reported like a lost message: poll returns
+ * -EBADMSG once), so messages nobody receives cannot keep the room and
+ * stop the stream for good. False: none has waited that long.
+ */
+static bool stage_evict_stale(struct odl_tb5 *h)
+{
+	struct shm_priv *p = P(h);
+	struct shm_staged *x = p->staged;	/* in arrival order */
+
+	if (!x || odl_now_ns() - x->since < p->stall_ns)
+		return false;
+	p->staged = x->next;
+	p->staged_n--;
+	p->staged_bytes -= x->len;
+	free(x);
+	cq_push_lost(h);
+	return true;
+}
+
 static struct shm_staged **stage_tail(struct shm_priv *p)
 {
 	struct shm_staged **t = &p->staged;
@@ -533,11 +572,14 @@ static struct shm_staged **stage_tail(struct shm_priv *p)
  * receive posted; or a keyed one without its receive and no room to hold
  * it aside): the stream waits.
  */
-static bool rx_target(struct shm_priv *p, const struct msg_hdr *mh)
+static bool rx_target(struct odl_tb5 *h, const struct msg_hdr *mh)
 {
+	struct shm_priv *p = P(h);
+	uint32_t *slot;
 	int i;
 
 	p->in_stage = false;
+	p->in_drop = false;
 	p->in_keyed = mh->key != 0;
 	if (!mh->key)
 		return q_head(&p->rxq) != NULL;
@@ -546,14 +588,24 @@ static bool rx_target(struct shm_priv *p, const struct msg_hdr *mh)
 		kq_take(p, i, &p->cur);
 		return true;
 	}
-	if (p->staged_n >= SHM_STAGE_MAX ||
-	    p->staged_bytes + mh->len > SHM_STAGE_BYTES)
-		return false;
+	/* its receive was withdrawn: nobody wants it, it takes no room */
+	slot = cancelled_slot(p, mh->key);
+	if (slot) {
+		*slot = 0;
+		memset(&p->cur, 0, sizeof(p->cur));
+		p->in_drop = true;
+		return true;
+	}
+	while (p->staged_n >= SHM_STAGE_MAX ||
+	       p->staged_bytes + mh->len > SHM_STAGE_BYTES)
+		if (!stage_evict_stale(h))
+			return false;
 	p->stage_buf = malloc(sizeof(*p->stage_buf) + mh->len);
 	if (!p->stage_buf)
 		return false;
 	p->stage_buf->key = mh->key;
 	p->stage_buf->len = mh->len;
+	p->stage_buf->since = odl_now_ns();
 	memset(&p->cur, 0, sizeof(p->cur));
 	p->cur.ptr = p->stage_buf->data;
 	p->cur.len = mh->len;
@@ -591,7 +643,7 @@ static int rx_progress(struct odl_tb5 *h)
 				cq_push_lost(h);
 				moved = true;
 			}
-			if (!rx_target(p, &mh))
+			if (!rx_target(h, &mh))
 				break;
 			o = p->in_keyed ? &p->cur : q_head(&p->rxq);
 			p->rx_pos += MSG_HDR;
@@ -600,7 +652,7 @@ static int rx_progress(struct odl_tb5 *h)
 			p->in_msg = true;
 			p->in_len = mh.len;
 			p->in_done = 0;
-			p->in_discard = mh.len > o->len;
+			p->in_discard = p->in_drop || mh.len > o->len;
 			moved = true;
 		}
 		o = p->in_keyed ? &p->cur : q_head(&p->rxq);
@@ -618,7 +670,9 @@ static int rx_progress(struct odl_tb5 *h)
 		if (p->in_done < p->in_len || avail < pad16(p->in_len))
 			break;
 		p->rx_pos += pad16(p->in_len);
-		if (p->in_stage) {
+		if (p->in_drop) {
+			/* nothing to complete */
+		} else if (p->in_stage) {
 			p->stage_buf->next = NULL;
 			*stage_tail(p) = p->stage_buf;
 			p->stage_buf = NULL;
@@ -1060,6 +1114,26 @@ static int parse_drop(const char *v, uint64_t *nth, uint64_t *every)
 	return 0;
 }
 
+/*
+ * ODL_TB5_SHM_STALL_MS=N (1..3600000; default 10000, the driver's
+ * rx_stall_ms): how long a keyed message held aside for its receive keeps
+ * its room when the room is needed for another.
+ */
+static int parse_stall(const char *v, uint64_t *ns)
+{
+	unsigned long long ms = SHM_STALL_MS;
+	char *end;
+
+	if (v && *v) {
+		errno = 0;
+		ms = strtoull(v, &end, 10);
+		if (errno || *end || v[0] == '-' || !ms || ms > 3600000)
+			return -EINVAL;
+	}
+	*ns = ms * 1000000ull;
+	return 0;
+}
+
 static int shm_open_be(struct odl_tb5 *h, const char *arg,
 		       const struct odl_tb5_open_opts *o)
 {
@@ -1082,6 +1156,8 @@ static int shm_open_be(struct odl_tb5 *h, const char *arg,
 	p->fd = -1;
 	p->my_max = o->max_msg_size ? o->max_msg_size : SHM_DEF_MAXMSG;
 	r = parse_drop(getenv("ODL_TB5_SHM_DROP"), &p->drop_nth, &p->drop_every);
+	if (!r)
+		r = parse_stall(getenv("ODL_TB5_SHM_STALL_MS"), &p->stall_ns);
 	if (r) {
 		free(p);
 		h->be_priv = NULL;
@@ -1331,9 +1407,14 @@ static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
 	if (r < 0)
 		return r;
 	p->rx_unreaped++;
-	if (key)
+	if (key) {
+		uint32_t *slot = cancelled_slot(p, key);
+
+		/* posted again after a withdrawal: its message is wanted */
+		if (slot)
+			*slot = 0;
 		p->kq[p->kq_n++] = o;
-	else
+	} else
 		q_push(&p->rxq, &o);
 	progress(h, false);
 	return 0;
@@ -1351,6 +1432,12 @@ static int shm_cancel(struct odl_tb5 *h, uint32_t key)
 		return -ENOENT;
 	kq_take(p, i, &o);
 	cq_push(h, ODL_TB5_OP_RECV, &o, -ECANCELED, 0);
+	/* its message has not begun to arrive (it would have taken the
+	 * receive): when it does, it is skipped, not held aside */
+	if (!cancelled_slot(p, key)) {
+		p->cancelled[p->cancelled_next] = key;
+		p->cancelled_next = (p->cancelled_next + 1) % SHM_CANCELLED_MAX;
+	}
 	return 0;
 }
 

@@ -1460,6 +1460,159 @@ START_TEST(t_keyed)
 }
 END_TEST
 
+/*
+ * Keyed messages nobody receives (API 1.6): a message for a key whose
+ * receive was withdrawn is skipped on arrival; one held aside for good
+ * gives way, after ODL_TB5_SHM_STALL_MS, when its room is needed.
+ */
+#define WN 70	/* more than the 64 messages the library holds aside */
+
+/* arg: 1 = keys 1..WN+1 (the last one fill 7), 2 = keys 1..WN (key k: fill
+ * k); then "U0" unkeyed; then wait for the receiver's one-byte reply */
+static int withdrawn_sender(const char *name, void *arg)
+{
+	int mode = *(int *)arg, last = mode == 1 ? WN + 1 : WN, k;
+	struct odl_tb5_completion c;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+
+	h = xopen(spec(name, 'a'), NULL);
+	if (!h || odl_tb5_buf_alloc(h, (WN + 2) * 128, 0, &id, (void **)&b) ||
+	    odl_tb5_wait_peer(h, 5000))
+		return 10;
+	for (k = 1; k <= last; k++) {
+		fill(b + k * 128, 100, mode == 1 ? 7 : (uint64_t)k);
+		if (odl_tb5_send_key(h, id, (uint64_t)k * 128, 100, (uint32_t)k,
+				     (uint64_t)k, 0) ||
+		    poll1(h, &c, 5000) != 1 || c.status)
+			return 11;
+	}
+	memcpy(b, "U0", 2);
+	if (odl_tb5_send(h, id, 0, 2, 0, 0) || poll1(h, &c, 5000) != 1 || c.status)
+		return 12;
+	if (odl_tb5_post_recv(h, id, 0, 128, 1, 0) || poll1(h, &c, 10000) != 1 ||
+	    c.status)
+		return 13;
+	odl_tb5_close(h);
+	return 0;
+}
+
+/* the one-byte reply that lets the sender go */
+static void reply_sender(odl_tb5_t *h, uint32_t id)
+{
+	struct odl_tb5_completion c;
+
+	ck_assert_int_eq(odl_tb5_send(h, id, 0, 1, 3000, 0), 0);
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_uint_eq(c.cookie, 3000);
+	ck_assert_int_eq(c.status, 0);
+}
+
+START_TEST(t_keyed_withdrawn)
+{
+	const char *n = newname();
+	struct odl_tb5_completion c;
+	struct odl_tb5_stats st;
+	int k, mode = 1;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	pid_t pid;
+
+	h = xopen(spec(n, 'b'), NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, 8192, 0, &id, (void **)&b), 0);
+	/* more withdrawn keys than messages that could be held aside */
+	for (k = 1; k <= WN + 1; k++) {
+		ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, 4096, (uint32_t)k,
+						       (uint64_t)k, 0), 0);
+		ck_assert_int_eq(odl_tb5_cancel_recv(h, (uint32_t)k), 0);
+		ck_assert_int_eq(poll1(h, &c, 5000), 1);
+		ck_assert_uint_eq(c.cookie, (uint64_t)k);
+		ck_assert_int_eq(c.status, -ECANCELED);
+	}
+	/* the last key is posted again: its message is wanted after all */
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, 4096, WN + 1, 1000, 0), 0);
+	ck_assert_int_eq(odl_tb5_post_recv(h, id, 4096, 64, 2000, 0), 0);
+	pid = run_child(withdrawn_sender, n, &mode);
+	/* held aside, the withdrawn keys' 70 messages would stop the stream
+	 * at the 65th for ODL_TB5_SHM_STALL_MS (10 s) */
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_uint_eq(c.cookie, 1000);
+	ck_assert_int_eq(c.status, 0);
+	ck_assert_uint_eq(c.length, 100);
+	ck_assert_int_eq(check_fill(b, 100, 7), 0);
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_uint_eq(c.cookie, 2000);
+	ck_assert_int_eq(c.status, 0);
+	ck_assert_int_eq(memcmp(b + 4096, "U0", 2), 0);
+	ck_assert_int_eq(odl_tb5_stats(h, &st), 0);
+	ck_assert_uint_eq(st.rx_lost, 0);
+	ck_assert_uint_eq(st.rx_msgs, 2);
+	reply_sender(h, id);
+	ck_assert_int_eq(child_status(pid), 0);
+	odl_tb5_close(h);
+}
+END_TEST
+
+START_TEST(t_stage_stale)
+{
+	const char *n = newname();
+	struct odl_tb5_completion c;
+	struct odl_tb5_stats st;
+	int k, lost = 0, mode = 2, r;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	pid_t pid;
+
+	setenv("ODL_TB5_SHM_STALL_MS", "x", 1);
+	ck_assert_int_eq(odl_tb5_open(spec(n, 'b'), NULL, &h), -EINVAL);
+	setenv("ODL_TB5_SHM_STALL_MS", "0", 1);
+	ck_assert_int_eq(odl_tb5_open(spec(n, 'b'), NULL, &h), -EINVAL);
+	setenv("ODL_TB5_SHM_STALL_MS", "300", 1);
+	h = xopen(spec(n, 'b'), NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, (WN + 2) * 128, 0, &id, (void **)&b), 0);
+	ck_assert_int_eq(odl_tb5_post_recv(h, id, 0, 64, 2000, 0), 0);
+	pid = run_child(withdrawn_sender, n, &mode);
+	/* 70 keyed messages with no receive: 64 are held aside, then the
+	 * oldest ones give way, each once it has waited 300 ms, reported
+	 * lost in order before the unkeyed message behind them */
+	while ((r = poll1(h, &c, 5000)) == -EBADMSG)
+		lost++;
+	ck_assert_int_eq(r, 1);
+	ck_assert_int_eq(lost, WN - 64);
+	ck_assert_uint_eq(c.cookie, 2000);
+	ck_assert_int_eq(c.status, 0);
+	ck_assert_int_eq(memcmp(b, "U0", 2), 0);
+	/* the rest is still there for its receives, the oldest are gone */
+	for (k = WN; k >= 1; k--)
+		ck_assert_int_eq(odl_tb5_post_recv_key(h, id, (uint64_t)k * 128, 128,
+						       (uint32_t)k, (uint64_t)k, 0), 0);
+	for (k = lost + 1; k <= WN; k++) {
+		ck_assert_int_eq(poll1(h, &c, 5000), 1);
+		ck_assert_int_eq(c.status, 0);
+		ck_assert_uint_eq(c.length, 100);
+		ck_assert_int_eq(check_fill(b + c.cookie * 128, 100, c.cookie), 0);
+		ck_assert_uint_gt(c.cookie, (uint64_t)lost);
+	}
+	for (k = 1; k <= lost; k++)
+		ck_assert_int_eq(odl_tb5_cancel_recv(h, (uint32_t)k), 0);
+	for (k = 1; k <= lost; k++) {
+		ck_assert_int_eq(poll1(h, &c, 5000), 1);
+		ck_assert_int_eq(c.status, -ECANCELED);
+	}
+	ck_assert_int_eq(odl_tb5_stats(h, &st), 0);
+	ck_assert_uint_eq(st.rx_lost, WN - 64);
+	reply_sender(h, id);
+	ck_assert_int_eq(child_status(pid), 0);
+	odl_tb5_close(h);
+	unsetenv("ODL_TB5_SHM_STALL_MS");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* urgent sends (API 1.4) */
 
@@ -1627,6 +1780,8 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_lost_message);
 	tcase_add_test(tc, t_poll_min);
 	tcase_add_test(tc, t_keyed);
+	tcase_add_test(tc, t_keyed_withdrawn);
+	tcase_add_test(tc, t_stage_stale);
 	tcase_add_test(tc, t_urgent);
 	suite_add_tcase(s, tc);
 	return s;

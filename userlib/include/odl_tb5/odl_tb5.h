@@ -103,7 +103,7 @@ extern "C" {
 
 /* API version of this header: major changes break source compatibility. */
 #define ODL_TB5_API_MAJOR 1
-#define ODL_TB5_API_MINOR 5	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
+#define ODL_TB5_API_MINOR 6	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
 				 * 1.2: ODL_TB5_OPEN_BATCH, odl_tb5_poll_min;
 				 * 1.3: registered memory pinned by the driver,
 				 * odl_tb5_buf_register_flags, stats.copied_bytes,
@@ -111,7 +111,9 @@ extern "C" {
 				 * odl_tb5_post_recv_key, odl_tb5_cancel_recv);
 				 * 1.4: urgent sends (ODL_TB5_F_URGENT);
 				 * 1.5: sends to another port of the peer
-				 * (odl_tb5_send_to, ODL_TB5_FEAT_PORTS) */
+				 * (odl_tb5_send_to, ODL_TB5_FEAT_PORTS);
+				 * 1.6: a withdrawn key's message is skipped,
+				 * held-aside messages give way when stale */
 
 /* Version of the library actually loaded: (major << 16) | minor. */
 uint32_t odl_tb5_version(void);
@@ -364,7 +366,9 @@ int odl_tb5_post_recv(odl_tb5_t *h, uint32_t id, uint64_t offset,
  * odl_tb5_post_recv, delivered in order to the oldest unkeyed receive. A
  * keyed message that arrives before its receive is posted waits for it
  * (held back by the driver or the library, up to 64 messages / 16 MiB per
- * endpoint, then the stream waits too). Keys of the receives posted on one
+ * endpoint, then the stream waits too; API 1.6: until the oldest held one
+ * has waited 10 s, which then gives way, reported by odl_tb5_poll as a lost
+ * message, -EBADMSG). Keys of the receives posted on one
  * handle are unique: -EEXIST (kernel: reported by the driver, in batch mode
  * as the receive's completion status). -EOPNOTSUPP where keys do not work.
  */
@@ -389,7 +393,10 @@ int odl_tb5_post_recv_key(odl_tb5_t *h, uint32_t id, uint64_t offset,
 /*
  * Withdraw the receive posted with key (non-zero): it completes (poll)
  * with -ECANCELED. -ENOENT when none is posted with that key (it completed,
- * or a message is being written into it right now).
+ * or a message is being written into it right now). API 1.6: the message
+ * sent with that key, when it arrives, is skipped (not held aside for a
+ * receive, not reported), unless the key is posted again first; the last
+ * 64 withdrawn keys are remembered (kernel backend: driver ABI 1.7).
  */
 int odl_tb5_cancel_recv(odl_tb5_t *h, uint32_t key);
 
