@@ -2503,6 +2503,18 @@ static ncclResult_t connect_done(struct odlp_dev *d, struct odlp_comm *c, struct
 	return fail(d->dead ? ncclSystemError : ncclRemoteError);
 }
 
+/* the comm connect staged in handle hd on d (d->mu held), or NULL */
+static struct odlp_comm *staged_comm(struct odlp_dev *d, const struct odl_handle *hd)
+{
+	if (hd->stage_cookie != g_instance)
+		return NULL;
+	for (struct odlp_comm *x = d->comms; x; x = x->next)
+		if ((uintptr_t)x == hd->stage_comm && x->kind == K_SEND &&
+		    x->handle_cookie == hd->listen_nonce)
+			return x;
+	return NULL;
+}
+
 static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 {
 	struct odlp_dev *d = get_dev(dev), *asked = d;
@@ -2532,12 +2544,7 @@ static ncclResult_t core_connect(int dev, void *handle, void **sendComm)
 	if (__atomic_load_n(&d->dead, __ATOMIC_ACQUIRE) && hd->stage_cookie != g_instance)
 		dev_revive(d);
 	pthread_mutex_lock(&d->mu);
-	if (hd->stage_cookie == g_instance) {
-		for (struct odlp_comm *x = d->comms; x; x = x->next)
-			if ((uintptr_t)x == hd->stage_comm && x->kind == K_SEND &&
-			    x->handle_cookie == hd->listen_nonce)
-				c = x;
-	}
+	c = staged_comm(d, hd);
 	if (!c) {
 		static const uint8_t zero[16];
 		if (memcmp(d->info.peer_uuid, zero, 16) == 0)
@@ -2590,24 +2597,22 @@ out:
  * Give up a connect that core_connect started on handle hd and has not
  * handed over (a fused connect whose other rail failed): its comm goes,
  * whatever state it reached (a ready one tells the peer CLOSE; the peer's
- * ACK for one still pending is answered with CLOSE by handle_msg).
+ * ACK for one still pending is answered with CLOSE by handle_msg). d is
+ * the device connect was asked for; the comm is on the one route_dev chose.
  */
 static ncclResult_t close_comm(void *comm, enum comm_kind k);
 
-static void connect_abandon(struct odl_handle *hd)
+static void connect_abandon(struct odlp_dev *d, struct odl_handle *hd)
 {
 	struct odlp_comm *c = NULL;
 
 	if (hd->stage_cookie != g_instance)
 		return;
-	for (int i = 0; i < g_ndev && !c; i++) {
-		struct odlp_dev *d = &g_devs[i];
-
+	if (d) {
+		/* where core_connect put it */
+		d = route_dev(d, hd->listener_uuid);
 		pthread_mutex_lock(&d->mu);
-		for (struct odlp_comm *x = d->comms; x; x = x->next)
-			if ((uintptr_t)x == hd->stage_comm && x->kind == K_SEND &&
-			    x->handle_cookie == hd->listen_nonce)
-				c = x;
+		c = staged_comm(d, hd);
 		pthread_mutex_unlock(&d->mu);
 	}
 	hd->stage_cookie = 0;
@@ -3924,7 +3929,7 @@ static ncclResult_t v_connect(int dev, void *handle, void **sendComm)
 				if (st->sub[j])
 					close_comm(st->sub[j], K_SEND);
 				else
-					connect_abandon(&st->h[j]);
+					connect_abandon(get_dev(st->dev[j]), &st->h[j]);
 			vh->stage_cookie = 0;
 			vh->stage = 0;
 			vstage_unlink(st);

@@ -883,13 +883,13 @@ START_TEST(t_connect_abandon)
 	hr.listen_nonce = 2;
 	hn.stage_comm = (uintptr_t)r; /* the wrong listener: not this connect */
 	hn.listen_nonce = 3;
-	connect_abandon(&hn);
+	connect_abandon(d, &hn);
 	ck_assert_ptr_eq(find_comm(d, rid), r);
 	ck_assert_uint_eq(hn.stage_cookie, 0);
-	connect_abandon(&hp);
+	connect_abandon(d, &hp);
 	ck_assert_ptr_null(find_comm(d, pid));
 	ck_assert_int_eq(nqueued_on(d, 0, 0), 0);
-	connect_abandon(&hr);
+	connect_abandon(d, &hr);
 	ck_assert_ptr_null(find_comm(d, rid));
 	ck_assert_ptr_null(d->comms);
 	ck_assert_int_eq(nqueued_on(d, M_CLOSE, 7), 1);
