@@ -216,6 +216,7 @@ static struct odl_stat_attr odl_stat_list[] = {
 	ODL_STAT(link_changes),
 	ODL_STAT(urgent_ahead),
 	ODL_STAT(no_port),
+	ODL_STAT(rx_cancelled),
 };
 /* every counter of struct odl_stats has its file */
 static_assert(ARRAY_SIZE(odl_stat_list) ==
@@ -785,6 +786,7 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	st.sw_credit_stalls = snap.sw_credit_stalls;
 	st.urgent_ahead = snap.urgent_ahead;
 	st.no_port = snap.no_port;
+	st.rx_cancelled = snap.rx_cancelled;
 	ret = odl_copy_out(arg, &st, sizeof(st), usize);
 	if (ret || !reset)
 		return ret;

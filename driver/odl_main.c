@@ -335,6 +335,32 @@ static struct odl_recv *odl_peek_recv(struct odl_file *f, u32 key)
 	return list_first_entry_or_null(&f->recvs, struct odl_recv, list);
 }
 
+/* Where @f remembers @key as withdrawn (CANCEL), or NULL (dev->lock held) */
+static u32 *odl_cancelled_slot(struct odl_file *f, u32 key)
+{
+	unsigned int i;
+
+	if (!key)
+		return NULL;
+	for (i = 0; i < ODL_CANCELLED_MAX; i++)
+		if (f->cancelled[i] == key)
+			return &f->cancelled[i];
+	return NULL;
+}
+
+/* A message for a withdrawn key: forget the key, count the discard. */
+static bool odl_cancelled_take(struct odl_dev *dev, struct odl_file *f,
+			       u32 key)
+{
+	u32 *slot = odl_cancelled_slot(f, key);
+
+	if (!slot)
+		return false;
+	*slot = 0;
+	dev->stats.rx_cancelled++;
+	return true;
+}
+
 /* odl_peek_recv, taken off its list */
 static struct odl_recv *odl_take_recv(struct odl_file *f, u32 key)
 {
@@ -407,6 +433,8 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 		odl_recv_done(dev, r, status, 0, src_port);
 		return;
 	}
+	if (odl_cancelled_take(dev, f, key))
+		return;
 	if (!odl_pending_room(dev, 0)) {
 		dev->stats.drops++;
 		return;
@@ -827,6 +855,9 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 		dev->rx.recv = r;
 		return;
 	}
+	/* its RECV was withdrawn: nobody wants it, nor should it take room */
+	if (odl_cancelled_take(dev, f, key))
+		return;
 	if (!odl_pending_room(dev, msg_len)) {
 		/* only after rx_stall_ms of holding the ring: tell the file */
 		dev->stats.drops++;
@@ -856,7 +887,8 @@ static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
 {
 	struct odl_file *f = dev->ports[dst];
 
-	return f && !odl_peek_recv(f, key) && !odl_pending_room(dev, msg_len);
+	return f && !odl_peek_recv(f, key) && !odl_cancelled_slot(f, key) &&
+	       !odl_pending_room(dev, msg_len);
 }
 
 /* Process one RX frame (dev->lock held). Returns true, having changed
@@ -1154,6 +1186,8 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 int odl_post_recv(struct odl_dev *dev, struct odl_file *f,
 		  struct odl_recv *r)
 {
+	u32 *slot;
+
 	/* dev->lock held; a waiting message is delivered at once */
 	if (r->key) {
 		if (odl_find_krecv(f, r->key) ||
@@ -1161,6 +1195,10 @@ int odl_post_recv(struct odl_dev *dev, struct odl_file *f,
 		     dev->rx.recv->file == f && dev->rx.recv->key == r->key))
 			return -EEXIST;
 		list_add_tail(&r->list, &f->krecvs);
+		/* posted again: its message is wanted after all */
+		slot = odl_cancelled_slot(f, r->key);
+		if (slot)
+			*slot = 0;
 	} else {
 		list_add_tail(&r->list, &f->recvs);
 	}
@@ -1169,7 +1207,11 @@ int odl_post_recv(struct odl_dev *dev, struct odl_file *f,
 	return 0;
 }
 
-/* Withdraw the keyed RECV posted with @key (dev->lock held). */
+/* Withdraw the keyed RECV posted with @key (dev->lock held). Its message
+ * has not begun to arrive (it would have taken the RECV): when it does, it
+ * is discarded, so it neither waits among the held back messages nor is
+ * reported lost when their room is needed.
+ */
 int odl_cancel_recv(struct odl_dev *dev, struct odl_file *f, u32 key)
 {
 	struct odl_recv *r = odl_find_krecv(f, key);
@@ -1178,6 +1220,10 @@ int odl_cancel_recv(struct odl_dev *dev, struct odl_file *f, u32 key)
 		return -ENOENT;
 	list_del(&r->list);
 	odl_recv_done(dev, r, -ECANCELED, 0, 0);
+	if (!odl_cancelled_slot(f, key)) {
+		f->cancelled[f->cancelled_next] = key;
+		f->cancelled_next = (f->cancelled_next + 1) % ODL_CANCELLED_MAX;
+	}
 	return 0;
 }
 

@@ -22,6 +22,10 @@
 #define ODL_MAX_MSG		(16u << 20)
 #define ODL_CQ_SIZE		1024
 #define ODL_PENDING_MAX		64
+/* keys of withdrawn keyed RECVs a file remembers (their messages are
+ * discarded on arrival), the oldest forgotten first
+ */
+#define ODL_CANCELLED_MAX	64
 #define ODL_PENDING_BYTES	(16u << 20)
 
 /* PDFs of data frames: every frame starts with SOF; the EOF PDF tells
@@ -159,6 +163,7 @@ struct odl_stats {
 	u64 link_changes;	/* link speed/width changed while bound */
 	u64 urgent_ahead;	/* urgent SENDs queued ahead of others */
 	u64 no_port;		/* messages for a port nobody had bound */
+	u64 rx_cancelled;	/* keyed messages whose RECV was withdrawn */
 };
 
 /* odl_dev.flow: how the data path is flow controlled right now */
@@ -338,6 +343,8 @@ struct odl_file {
 	struct list_head recvs;
 	struct list_head krecvs;	/* keyed RECVs (1.4) */
 	struct list_head pending;
+	u32 cancelled[ODL_CANCELLED_MAX];	/* withdrawn keys, 0: free */
+	u32 cancelled_next;
 	u32 sends_out;
 	u32 recvs_out;
 	struct odl_tb5_completion *cq;

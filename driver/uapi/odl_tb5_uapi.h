@@ -60,7 +60,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	6
+#define ODL_TB5_ABI_MINOR	7
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -322,6 +322,10 @@ struct odl_tb5_stats {
 	__u64 no_port;			/* 1.6: messages for a port nobody
 					 * had bound (before 1.6: in drops)
 					 */
+	__u64 rx_cancelled;		/* 1.7: keyed messages discarded on
+					 * arrival, their RECV withdrawn
+					 * with CANCEL
+					 */
 };
 
 /* odl_tb5_dmabuf_import.flags */
@@ -401,6 +405,8 @@ struct odl_tb5_mem_reg {
 #define ODL_TB5_CANCEL_SIZE_VER0	16
 /* sizes in 1.4 of structs that grew */
 #define ODL_TB5_SEND_SIZE_1_4		48
+/* sizes in 1.7 of structs that grew */
+#define ODL_TB5_STATS_SIZE_1_7		176
 /* sizes in 1.3 of structs that grew */
 #define ODL_TB5_POLL_CQ_SIZE_1_3	40
 
@@ -414,7 +420,7 @@ ODL_TB5_SIZE_CHECK_(odl_tb5_send, ODL_TB5_SEND_SIZE_1_4);
 ODL_TB5_SIZE_CHECK_(odl_tb5_recv, ODL_TB5_RECV_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_completion, ODL_TB5_COMPLETION_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_poll_cq, ODL_TB5_POLL_CQ_SIZE_1_3);
-ODL_TB5_SIZE_CHECK_(odl_tb5_stats, ODL_TB5_STATS_SIZE_VER0);
+ODL_TB5_SIZE_CHECK_(odl_tb5_stats, ODL_TB5_STATS_SIZE_1_7);
 ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_import, ODL_TB5_DMABUF_IMPORT_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_release, ODL_TB5_DMABUF_RELEASE_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_sqe, ODL_TB5_SQE_SIZE_VER0);

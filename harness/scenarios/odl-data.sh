@@ -14,12 +14,13 @@
 # with no RECV, once 16 MiB wait there, holds the RX ring for rx_stall_ms,
 # however often another port posts RECVs meanwhile, then the oldest held
 # back message gives way; a held back message older than rx_stall_ms gives
-# way at once to a new one; then data moves again. The counters read through
+# way at once to a new one; then data moves again. A keyed message whose
+# RECV was withdrawn is discarded on arrival (ABI 1.7), not held back. The counters read through
 # GET_STATS are the same in sysfs (statistics/, a file each) and in
 # `odl_tb5_cli --list --json`.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 17
+tap_plan 18
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -104,6 +105,26 @@ wait_for "! vm b pidof odl_xfer" 30
 vm b sh -c "echo $stall_ms > /sys/module/odl_tb5/parameters/rx_stall_ms"
 check "a -> b after the held port closed: 8 messages, verified" \
 	odl_xfer_run a b 63 64 8 1,65536,4194304
+# withdrawn keyed RECVs (ABI 1.7): b posts RECVs for 9 keys and withdraws
+# them (CANCEL), posts the last key again; a sends 9 x 4 MiB with those
+# keys, then an unkeyed message. b's driver discards the 8 withdrawn keys'
+# messages on arrival (rx_cancelled): held back instead, 32 MiB for a port
+# with no RECV posted would fill the room, hold the RX ring (rx_stalls) and
+# after rx_stall_ms be dropped (drops, and a lost-message event each)
+dr0=$(odl_stat b drops) rs0=$(odl_stat b rx_stalls) rc0=$(odl_stat b rx_cancelled)
+vm b sh -c "setsid sh -c '/tmp/odl_xfer kcrecv -p 70 -n 8 -s 4194304; echo rc=\$?' > /tmp/kc.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/kc.log" 30
+out=$("$VMPAIR" exec a --timeout 120 -- /tmp/odl_xfer kcsend -p 71 -q 70 -n 8 -s 4194304 2>&1)
+desc="b: 8 x 4 MiB for withdrawn keyed RECVs discarded on arrival (rx_cancelled, no stall, no drop); the key posted again and an unkeyed message delivered"
+if wait_for "vm b grep -q rc= /tmp/kc.log" 120 >&2 && vm b grep -q rc=0 /tmp/kc.log &&
+	[ "$(odl_stat b rx_cancelled)" = $((rc0 + 8)) ] && [ "$(odl_stat b drops)" = "$dr0" ] &&
+	[ "$(odl_stat b rx_stalls)" = "$rs0" ]; then
+	ok "$desc" "$(vm b cat /tmp/kc.log)" "a: $out"
+else
+	not_ok "$desc" "before: drops=$dr0 rx_stalls=$rs0 rx_cancelled=$rc0" \
+		"after: $(vm b /tmp/odl_xfer stats 2>&1)" "b: $(vm b cat /tmp/kc.log 2>&1)" "a: $out" \
+		"$(vm b dmesg | tail -n 20)"
+fi
 # GET_STATS (odl_xfer stats), sysfs statistics/ and the CLI's --list: the
 # same values, read while the link is quiet (two GET_STATS around the other
 # two must agree, else read again)
@@ -122,7 +143,7 @@ a, b = kv("st1"), kv("st2")
 sysfs = {k: int(x) for k, x in kv("sysfs").items()}
 cli = json.load(open("%s/cli-%s" % (d, v)))["devices"][0]["statistics"]
 assert a == b, "the counters moved while being read"
-assert len(sysfs) == 22 and cli == sysfs, (sysfs, cli)
+assert len(sysfs) == 23 and cli == sysfs, (sysfs, cli)
 bad = [k for k in a if sysfs.get(k) != int(a[k])]
 assert not bad, "sysfs differs from GET_STATS in %s: %s / %s" % (bad, sysfs, a)
 assert int(a["tx_msgs"]) > 0 and int(a["rx_msgs"]) > 0, a

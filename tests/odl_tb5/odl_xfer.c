@@ -164,7 +164,7 @@ static int cmd_stats(void)
 	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
 		die("GET_STATS");
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
-	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu\n",
+	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu rx_cancelled=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
 	       (unsigned long long)st.tx_frames, (unsigned long long)st.rx_msgs,
 	       (unsigned long long)st.rx_bytes, (unsigned long long)st.rx_frames,
@@ -173,7 +173,7 @@ static int cmd_stats(void)
 	       (unsigned long long)st.credit_stalls,
 	       (unsigned long long)st.link_resets, (unsigned long long)st.logins,
 	       (unsigned long long)st.rx_stalls, (unsigned long long)st.urgent_ahead,
-	       (unsigned long long)st.no_port);
+	       (unsigned long long)st.no_port, (unsigned long long)st.rx_cancelled);
 	close(fd);
 	return 0;
 }
@@ -901,6 +901,112 @@ static int cmd_ksend(void)
 		done++;
 	}
 	printf("sent %u keyed and 2 unkeyed messages\n", n);
+	return 0;
+}
+
+/*
+ * Withdrawn keyed RECVs (ABI 1.7). kcrecv posts RECVs with keys KEY0 ..
+ * KEY0 + n - 1 and withdraws them (CANCEL), then posts KEY0 + n, withdraws
+ * it and posts it again, and one unkeyed RECV, and prints "ready". kcsend
+ * sends n + 1 keyed messages (keys KEY0 .., the last one fill(n)) and an
+ * unkeyed one ("U0"). kcrecv must get exactly the re-posted keyed one
+ * (verified) and the unkeyed one: the driver discards the withdrawn keys'
+ * messages on arrival (counted in rx_cancelled) instead of holding them.
+ */
+static int cancel_one(struct chan *c, uint32_t key, uint64_t cookie)
+{
+	struct odl_tb5_cancel cn = { .size = sizeof(cn), .key = key };
+	struct odl_tb5_completion e;
+
+	if (ioctl(c->fd, ODL_TB5_IOC_CANCEL, &cn))
+		die("CANCEL");
+	e = next_comp(c);
+	if (e.type != ODL_TB5_COMP_RECV || e.cookie != cookie || e.status != -ECANCELED) {
+		fprintf(stderr, "cancel %u: completion type %u cookie %llu status %d\n", key,
+			e.type, (unsigned long long)e.cookie, e.status);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_kcrecv(void)
+{
+	uint64_t slot = max_size(), want = sizes[count % nsizes];
+	uint32_t rx, k, n = (uint32_t)count;
+	int keyed = 0, unkeyed = 0;
+	struct chan c;
+
+	if (count < 1 || count > 200)
+		return 2;
+	chan_open(&c, slot);
+	rx = c.bs.tx_count;
+	for (k = 0; k <= n; k++) {
+		post_recv_f(&c, 0, rx, 0, slot, k, KEY0 + k);
+		if (cancel_one(&c, KEY0 + k, k))
+			return 1;
+	}
+	memset(buf_ptr(&c, rx), 0x5a, slot);
+	post_recv_f(&c, 0, rx, 0, slot, n, KEY0 + n);
+	post_recv(&c, rx + 1, 0, 64, UNKEYED0);
+	printf("ready\n");
+	fflush(stdout);
+	while (!keyed || !unkeyed) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type == ODL_TB5_COMP_RECV && e.cookie == n && !keyed) {
+			if (e.status || e.length != want || check(buf_ptr(&c, rx), want, n)) {
+				fprintf(stderr, "re-posted key: status %d length %llu\n",
+					e.status, (unsigned long long)e.length);
+				return 1;
+			}
+			keyed = 1;
+		} else if (e.type == ODL_TB5_COMP_RECV && e.cookie == UNKEYED0 && !unkeyed) {
+			const uint8_t *u = buf_ptr(&c, rx + 1);
+
+			if (e.status || e.length != 4 || u[0] != 'U' || u[1] != '0') {
+				fprintf(stderr, "unkeyed: status %d length %llu\n", e.status,
+					(unsigned long long)e.length);
+				return 1;
+			}
+			unkeyed = 1;
+		} else {
+			fprintf(stderr, "unexpected completion type %u cookie %llu status %d\n",
+				e.type, (unsigned long long)e.cookie, e.status);
+			return 1;
+		}
+	}
+	printf("withdrew %u keyed RECVs: got only the re-posted keyed message and the unkeyed one\n",
+	       n);
+	return 0;
+}
+
+static int cmd_kcsend(void)
+{
+	uint64_t slot = max_size(), len = sizes[count % nsizes];
+	uint32_t k, n = (uint32_t)count, done = 0;
+	struct chan c;
+
+	if (count < 1 || count > 200)
+		return 2;
+	chan_open(&c, slot);
+	fill(buf_ptr(&c, 0), len, n);
+	memcpy(buf_ptr(&c, 1), "U0", 2);
+	for (k = 0; k <= n; k++)
+		do_send_f(&c, 0, 0, 0, len, k, KEY0 + k);
+	do_send(&c, 1, 0, 4, UNKEYED0);
+	while (done < n + 2) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		if (e.type != ODL_TB5_COMP_SEND)
+			continue;
+		if (e.status) {
+			fprintf(stderr, "send %llu failed: %d\n", (unsigned long long)e.cookie,
+				e.status);
+			return 1;
+		}
+		done++;
+	}
+	printf("sent %u keyed messages and an unkeyed one\n", n + 1);
 	return 0;
 }
 
@@ -1778,7 +1884,7 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|post|hold|kick|flood|sink|recv|krecv|ksend|urecv|usend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|post|hold|kick|flood|sink|recv|krecv|ksend|kcrecv|kcsend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
@@ -1843,6 +1949,10 @@ int main(int argc, char **argv)
 		return cmd_krecv();
 	if (!strcmp(cmd, "ksend"))
 		return cmd_ksend();
+	if (!strcmp(cmd, "kcrecv"))
+		return cmd_kcrecv();
+	if (!strcmp(cmd, "kcsend"))
+		return cmd_kcsend();
 	if (!strcmp(cmd, "urecv"))
 		return cmd_urecv();
 	if (!strcmp(cmd, "usend"))
