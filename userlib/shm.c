@@ -537,24 +537,42 @@ static uint32_t *cancelled_slot(struct shm_priv *p, uint32_t key)
 	return NULL;
 }
 
+/* n messages of bytes held aside leave room for one of len bytes */
+static bool stage_room(unsigned int n, uint64_t bytes, uint64_t len)
+{
+	return n < SHM_STAGE_MAX && bytes + len <= SHM_STAGE_BYTES;
+}
+
 /*
- * No room to hold a keyed message aside: the oldest one held that has
- * waited stall_ns gives way (reported like a lost message: poll returns
- * -EBADMSG once), so messages nobody receives cannot keep the room and
- * stop the stream for good. False: none has waited that long.
+ * Room to hold a keyed message of len bytes aside. Where there is none,
+ * the oldest held ones that have waited stall_ns give way, as many as it
+ * takes (each reported like a lost message: poll returns -EBADMSG once),
+ * so messages nobody receives cannot keep the room and stop the stream
+ * for good; none does when even all of those would not make room.
  */
-static bool stage_evict_stale(struct odl_tb5 *h)
+static bool stage_make_room(struct odl_tb5 *h, uint64_t len)
 {
 	struct shm_priv *p = P(h);
-	struct shm_staged *x = p->staged;	/* in arrival order */
+	uint64_t now = odl_now_ns(), bytes = p->staged_bytes;
+	unsigned int n = p->staged_n;
+	struct shm_staged *x;
 
-	if (!x || odl_now_ns() - x->since < p->stall_ns)
+	/* the list is in arrival order: the stale ones come first */
+	for (x = p->staged; !stage_room(n, bytes, len) && x &&
+	     now - x->since >= p->stall_ns; x = x->next) {
+		n--;
+		bytes -= x->len;
+	}
+	if (!stage_room(n, bytes, len))
 		return false;
-	p->staged = x->next;
-	p->staged_n--;
-	p->staged_bytes -= x->len;
-	free(x);
-	cq_push_lost(h);
+	while (p->staged_n > n) {
+		x = p->staged;
+		p->staged = x->next;
+		p->staged_n--;
+		p->staged_bytes -= x->len;
+		free(x);
+		cq_push_lost(h);
+	}
 	return true;
 }
 
@@ -596,10 +614,8 @@ static bool rx_target(struct odl_tb5 *h, const struct msg_hdr *mh)
 		p->in_drop = true;
 		return true;
 	}
-	while (p->staged_n >= SHM_STAGE_MAX ||
-	       p->staged_bytes + mh->len > SHM_STAGE_BYTES)
-		if (!stage_evict_stale(h))
-			return false;
+	if (!stage_make_room(h, mh->len))
+		return false;
 	p->stage_buf = malloc(sizeof(*p->stage_buf) + mh->len);
 	if (!p->stage_buf)
 		return false;

@@ -1547,9 +1547,25 @@ START_TEST(t_keyed_withdrawn)
 	ck_assert_uint_eq(c.cookie, 2000);
 	ck_assert_int_eq(c.status, 0);
 	ck_assert_int_eq(memcmp(b + 4096, "U0", 2), 0);
+	/* 64 withdrawn keys are remembered: the 7 oldest (1..7) were
+	 * forgotten, their messages held aside; 8..70 skipped */
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, 4096, 8, 8, 0), 0);
+	ck_assert_int_eq(poll1(h, &c, 300), -ETIMEDOUT);
+	ck_assert_int_eq(odl_tb5_cancel_recv(h, 8), 0);
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_int_eq(c.status, -ECANCELED);
+	for (k = 1; k <= 7; k++) {
+		memset(b, 0, 4096);
+		ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, 4096, (uint32_t)k,
+						       (uint64_t)k, 0), 0);
+		ck_assert_int_eq(poll1(h, &c, 5000), 1);
+		ck_assert_uint_eq(c.cookie, (uint64_t)k);
+		ck_assert_int_eq(c.status, 0);
+		ck_assert_int_eq(check_fill(b, 100, 7), 0);
+	}
 	ck_assert_int_eq(odl_tb5_stats(h, &st), 0);
 	ck_assert_uint_eq(st.rx_lost, 0);
-	ck_assert_uint_eq(st.rx_msgs, 2);
+	ck_assert_uint_eq(st.rx_msgs, 9);
 	reply_sender(h, id);
 	ck_assert_int_eq(child_status(pid), 0);
 	odl_tb5_close(h);
@@ -1606,6 +1622,84 @@ START_TEST(t_stage_stale)
 	}
 	ck_assert_int_eq(odl_tb5_stats(h, &st), 0);
 	ck_assert_uint_eq(st.rx_lost, WN - 64);
+	reply_sender(h, id);
+	ck_assert_int_eq(child_status(pid), 0);
+	odl_tb5_close(h);
+	unsetenv("ODL_TB5_SHM_STALL_MS");
+}
+END_TEST
+
+/* a keyed message that could never be held aside (more than its 16 MiB)
+ * waits for its receive; stale ones held do not give way for nothing */
+#define BIGK ((17u << 20) + 5)
+
+static int big_keyed_sender(const char *name, void *arg)
+{
+	struct odl_tb5_completion c;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+
+	(void)arg;
+	h = xopen(spec(name, 'a'), NULL);
+	if (!h || odl_tb5_buf_alloc(h, BIGK + 4096, 0, &id, (void **)&b) ||
+	    odl_tb5_wait_peer(h, 5000))
+		return 10;
+	fill(b, 100, 1);
+	fill(b + 4096, BIGK, 2);
+	if (odl_tb5_send_key(h, id, 0, 100, 1, 1, 0) ||
+	    odl_tb5_send_key(h, id, 4096, BIGK, 2, 2, 0))
+		return 11;
+	memcpy(b, "U0", 2);
+	if (poll1(h, &c, 5000) != 1 || c.status)
+		return 12;
+	/* the first send is done: its buffer takes the unkeyed one */
+	if (odl_tb5_send(h, id, 0, 2, 3, 0))
+		return 13;
+	if (poll1(h, &c, 20000) != 1 || c.status || poll1(h, &c, 20000) != 1 || c.status)
+		return 14;
+	if (odl_tb5_post_recv(h, id, 0, 128, 4, 0) || poll1(h, &c, 10000) != 1 ||
+	    c.status)
+		return 15;
+	odl_tb5_close(h);
+	return 0;
+}
+
+START_TEST(t_stage_no_room)
+{
+	const char *n = newname();
+	struct odl_tb5_completion c;
+	struct odl_tb5_stats st;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *b;
+	pid_t pid;
+
+	setenv("ODL_TB5_SHM_STALL_MS", "100", 1);
+	h = xopen(spec(n, 'b'), NULL);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, BIGK + 8192, 0, &id, (void **)&b), 0);
+	ck_assert_int_eq(odl_tb5_post_recv(h, id, 0, 64, 3, 0), 0);
+	pid = run_child(big_keyed_sender, n, NULL);
+	/* key 1 is held aside and stale after 100 ms; key 2 waits: giving
+	 * key 1 up would not make room for it */
+	ck_assert_int_eq(poll1(h, &c, 1000), -ETIMEDOUT);
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 4096, BIGK, 2, 2, 0), 0);
+	ck_assert_int_eq(poll1(h, &c, 20000), 1);
+	ck_assert_uint_eq(c.cookie, 2);
+	ck_assert_int_eq(c.status, 0);
+	ck_assert_uint_eq(c.length, BIGK);
+	ck_assert_int_eq(check_fill(b + 4096, BIGK, 2), 0);
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_uint_eq(c.cookie, 3);
+	ck_assert_int_eq(memcmp(b, "U0", 2), 0);
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 128, 128, 1, 1, 0), 0);
+	ck_assert_int_eq(poll1(h, &c, 5000), 1);
+	ck_assert_uint_eq(c.cookie, 1);
+	ck_assert_int_eq(c.status, 0);
+	ck_assert_int_eq(check_fill(b + 128, 100, 1), 0);
+	ck_assert_int_eq(odl_tb5_stats(h, &st), 0);
+	ck_assert_uint_eq(st.rx_lost, 0);
 	reply_sender(h, id);
 	ck_assert_int_eq(child_status(pid), 0);
 	odl_tb5_close(h);
@@ -1782,6 +1876,7 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_keyed);
 	tcase_add_test(tc, t_keyed_withdrawn);
 	tcase_add_test(tc, t_stage_stale);
+	tcase_add_test(tc, t_stage_no_room);
 	tcase_add_test(tc, t_urgent);
 	suite_add_tcase(s, tc);
 	return s;

@@ -366,9 +366,10 @@ int odl_tb5_post_recv(odl_tb5_t *h, uint32_t id, uint64_t offset,
  * odl_tb5_post_recv, delivered in order to the oldest unkeyed receive. A
  * keyed message that arrives before its receive is posted waits for it
  * (held back by the driver or the library, up to 64 messages / 16 MiB per
- * endpoint, then the stream waits too; API 1.6: until the oldest held one
- * has waited 10 s, which then gives way, reported by odl_tb5_poll as a lost
- * message, -EBADMSG). Keys of the receives posted on one
+ * device (kernel) or handle (shm); then the stream waits too, until the
+ * oldest one held has waited 10 s and gives way, reported by odl_tb5_poll
+ * as a lost message, -EBADMSG: driver rx_stall_ms, shm since API 1.6
+ * ODL_TB5_SHM_STALL_MS). Keys of the receives posted on one
  * handle are unique: -EEXIST (kernel: reported by the driver, in batch mode
  * as the receive's completion status). -EOPNOTSUPP where keys do not work.
  */
