@@ -862,7 +862,7 @@ static long odl_ioc_dmabuf_import(struct odl_file *f, unsigned long arg)
 		ret = -ENOSPC;
 		goto out;
 	}
-	if (READ_ONCE(dev->gone) || !dev->tx_ring) {
+	if (READ_ONCE(dev->gone)) {
 		ret = -ENODEV;
 		goto out;
 	}

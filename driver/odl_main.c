@@ -72,6 +72,12 @@ module_param(rx_stall_ms, uint, 0644);
 MODULE_PARM_DESC(rx_stall_ms,
 		 "how long a message may hold the RX ring while its port has no RECV posted and the pending queue is full, then it is dropped (default: 10000)");
 
+/* not atomic: two devices reallocating at once may both take the last one */
+static unsigned int test_realloc_fail;
+module_param(test_realloc_fail, uint, 0644);
+MODULE_PARM_DESC(test_realloc_fail,
+		 "Testing: the next this many ring reallocations (E2E fallback, or following a peer without E2E) fail as if memory had run out (default: 0)");
+
 static unsigned int test_path_delay_ms;
 module_param(test_path_delay_ms, uint, 0644);
 MODULE_PARM_DESC(test_path_delay_ms,
@@ -1523,7 +1529,7 @@ static void odl_try_connect(struct odl_dev *dev)
 	int ret, i;
 
 	if (dev->connected || dev->removing || !dev->login_sent ||
-	    !dev->login_received)
+	    !dev->login_received || !dev->tx_ring)
 		return;
 
 	ret = tb_xdomain_alloc_in_hopid(dev->xd, dev->remote_transmit_path);
@@ -1762,19 +1768,54 @@ static void odl_watchdog_work(struct work_struct *work)
 				   msecs_to_jiffies(period));
 }
 
-static int odl_alloc_rings(struct odl_dev *dev);
+/*
+ * What our LOGIN told the peer is out of date (rings, session or features
+ * changed, or the peer restarted): it has to be sent again (conn_lock
+ * held). A login_work run with a request in flight meanwhile does not
+ * take that request's answer for the new state.
+ */
+static void odl_login_stale(struct odl_dev *dev)
+{
+	dev->login_sent = false;
+	dev->login_gen++;
+}
+
+/*
+ * Rings again, with the E2E setting now in force (conn_lock held, not
+ * connected). When that fails the device has none: odl_login_work
+ * allocates them before it logs in again (with backoff), and nothing
+ * connects without them (odl_try_connect).
+ */
+static int odl_realloc_rings(struct odl_dev *dev)
+{
+	unsigned int fail = READ_ONCE(test_realloc_fail);
+	int ret;
+
+	odl_free_rings(dev);
+	if (fail) {
+		WRITE_ONCE(test_realloc_fail, fail - 1);
+		ret = -ENOMEM;
+	} else {
+		ret = odl_alloc_rings(dev);
+	}
+	if (ret)
+		dev_err(&dev->svc->dev,
+			"cannot allocate rings: %d; trying again before the next login\n",
+			ret);
+	return ret;
+}
 
 /*
  * The TX ring wedged with hardware E2E (amd-strix-halo: a second E2E RX
  * ring on the NHI makes it drop the peer's credit grants): tear the rings
  * down, set them up again without E2E and log in again offering software
- * credits. Queued and unfinished sends survive and go out again.
+ * credits. Queued and unfinished sends survive and go out again (also when
+ * the rings could not be allocated at once: they are before the login).
  */
 static void odl_fallback_work(struct work_struct *work)
 {
 	struct odl_dev *dev = container_of(work, struct odl_dev,
 					   fallback_work);
-	int ret;
 
 	mutex_lock(&dev->conn_lock);
 	if (dev->removing || !dev->connected || !dev->e2e)
@@ -1788,21 +1829,12 @@ static void odl_fallback_work(struct work_struct *work)
 	odl_disconnect(dev, "E2E fallback");
 	dev->e2e = false;
 	dev->e2e_fallen_back = true;
-	odl_free_rings(dev);
-	ret = odl_alloc_rings(dev);
-	if (ret) {
-		dev_err(&dev->svc->dev, "cannot allocate rings: %d\n", ret);
-		spin_lock(&dev->lock);
-		dev->resuming = false;
-		odl_fail_txq(dev, -ECONNRESET);
-		odl_event_all(dev, -ECONNRESET, ODL_TB5_CF_LINK_DOWN);
-		spin_unlock(&dev->lock);
-		goto out;
-	}
+	/* failed: still resuming, odl_login_work allocates them first */
+	odl_realloc_rings(dev);
 	/* a new session: the peer drops its side and logs in again */
 	dev->local_session = get_random_u32() | 1;
 	dev->features = odl_local_features(dev);
-	dev->login_sent = false;
+	odl_login_stale(dev);
 	dev->login_received = false;
 	dev->login_retries = 0;
 	mod_delayed_work(system_long_wq, &dev->login_work, 0);
@@ -1920,12 +1952,24 @@ static void odl_restart_peer(struct odl_dev *dev)
 		resp.hdr.type);
 }
 
+/* The next login attempt's delay (conn_lock held), growing per retry */
+static unsigned long odl_login_backoff(struct odl_dev *dev)
+{
+	unsigned int ms = min(ODL_LOGIN_BACKOFF_MIN <<
+			      min(dev->login_retries, 6u),
+			      ODL_LOGIN_BACKOFF_MAX);
+
+	dev->login_retries++;
+	return msecs_to_jiffies(ms);
+}
+
 static void odl_login_work(struct work_struct *work)
 {
 	struct odl_dev *dev = container_of(to_delayed_work(work),
 					   struct odl_dev, login_work);
 	bool restart = false;
 	unsigned long delay;
+	unsigned int gen;
 	int ret;
 
 	mutex_lock(&dev->conn_lock);
@@ -1933,13 +1977,36 @@ static void odl_login_work(struct work_struct *work)
 		mutex_unlock(&dev->conn_lock);
 		return;
 	}
+	/* a reallocation failed (odl_realloc_rings): rings first */
+	if (!dev->tx_ring) {
+		if (odl_alloc_rings(dev)) {
+			/* more than a passing shortage: queued SENDs fail
+			 * (the files hear LINK_DOWN), allocation goes on
+			 */
+			spin_lock(&dev->lock);
+			if (dev->resuming) {
+				dev->resuming = false;
+				odl_fail_txq(dev, -ECONNRESET);
+				odl_event_all(dev, -ECONNRESET,
+					      ODL_TB5_CF_LINK_DOWN);
+			}
+			spin_unlock(&dev->lock);
+			queue_delayed_work(system_long_wq, &dev->login_work,
+					   odl_login_backoff(dev));
+			mutex_unlock(&dev->conn_lock);
+			return;
+		}
+		dev_info(&dev->svc->dev, "rings allocated again\n");
+	}
+	gen = dev->login_gen;
 	mutex_unlock(&dev->conn_lock);
 
 	/* no lock across the request: the peer's LOGIN may arrive meanwhile */
 	ret = odl_send_login(dev, dev->login_retries & 3);
 
 	mutex_lock(&dev->conn_lock);
-	if (dev->removing) {
+	/* out of date meanwhile: whoever made it so queued another run */
+	if (dev->removing || dev->login_gen != gen) {
 		mutex_unlock(&dev->conn_lock);
 		return;
 	}
@@ -1951,16 +2018,13 @@ static void odl_login_work(struct work_struct *work)
 		if (ret == -EPROTO)
 			dev_warn_ratelimited(&dev->svc->dev,
 					     "peer refused login\n");
-		delay = min(ODL_LOGIN_BACKOFF_MIN << min(dev->login_retries, 6u),
-			    ODL_LOGIN_BACKOFF_MAX);
-		dev->login_retries++;
+		delay = odl_login_backoff(dev);
 		if (ret != -EPROTO && dev->login_retries >= ODL_NUDGE_AFTER &&
 		    (dev->login_retries - ODL_NUDGE_AFTER) % ODL_NUDGE_EVERY == 0) {
 			odl_nudge_peers(dev);
 			restart = true;
 		}
-		queue_delayed_work(system_long_wq, &dev->login_work,
-				   msecs_to_jiffies(delay));
+		queue_delayed_work(system_long_wq, &dev->login_work, delay);
 	}
 	mutex_unlock(&dev->conn_lock);
 	/* not under conn_lock: the request waits for the peer's answer */
@@ -2061,7 +2125,7 @@ static void odl_peer_work(struct work_struct *work)
 		goto out;
 	if (logout) {
 		odl_disconnect(dev, "peer logged out");
-		dev->login_sent = false;
+		odl_login_stale(dev);
 		dev->login_received = false;
 		spin_lock(&dev->lock);
 		if (dev->resuming) {
@@ -2077,7 +2141,7 @@ static void odl_peer_work(struct work_struct *work)
 	     hopid != dev->remote_transmit_path)) {
 		/* the peer restarted: drop the old connection, log in again */
 		odl_disconnect(dev, "peer logged in again");
-		dev->login_sent = false;
+		odl_login_stale(dev);
 	}
 	if (odl_e2e_mode == ODL_E2E_AUTO && dev->e2e && !dev->connected &&
 	    !(feat & ODL_TB5_FEAT_E2E) && (feat & ODL_TB5_FEAT_SW_CREDITS)) {
@@ -2087,12 +2151,9 @@ static void odl_peer_work(struct work_struct *work)
 		dev_info(&dev->svc->dev,
 			 "peer uses software credits: RX ring without E2E\n");
 		dev->e2e = false;
-		odl_free_rings(dev);
-		if (odl_alloc_rings(dev)) {
-			dev_err(&dev->svc->dev, "cannot allocate rings\n");
-			goto out;
-		}
-		dev->login_sent = false;
+		/* failed: the login is kept, odl_login_work tries again */
+		odl_realloc_rings(dev);
+		odl_login_stale(dev);
 	}
 	dev->login_received = true;
 	dev->remote_session = session;

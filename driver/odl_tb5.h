@@ -194,6 +194,7 @@ struct odl_dev {
 	struct delayed_work login_work;
 	struct work_struct peer_work;	/* handles LOGIN/LOGOUT from the peer */
 	unsigned int login_retries;
+	unsigned int login_gen;		/* odl_login_stale() calls */
 	bool login_sent;
 	bool login_received;
 	bool removing;

@@ -203,7 +203,10 @@ struct odl_tb5_recv {
  * ODL_TB5_IOC_CANCEL (1.4): the keyed RECV posted on this file with key
  * completes with -ECANCELED (its completion carries its cookie) and its
  * buffer is free again. -ENOENT: no RECV with that key is posted (it
- * completed, or a message is being written into it right now).
+ * completed, or a message is being written into it right now). 1.7: the
+ * file remembers the key (its last 64 withdrawn): the message sent with it
+ * is discarded when it arrives (counted in rx_cancelled), unless a RECV
+ * with that key is posted again first.
  */
 struct odl_tb5_cancel {
 	__u32 size;
@@ -403,12 +406,12 @@ struct odl_tb5_mem_reg {
 /* added in 1.4 */
 #define ODL_TB5_MEM_REG_SIZE_VER0	32
 #define ODL_TB5_CANCEL_SIZE_VER0	16
+/* sizes in 1.3 of structs that grew */
+#define ODL_TB5_POLL_CQ_SIZE_1_3	40
 /* sizes in 1.4 of structs that grew */
 #define ODL_TB5_SEND_SIZE_1_4		48
 /* sizes in 1.7 of structs that grew */
 #define ODL_TB5_STATS_SIZE_1_7		176
-/* sizes in 1.3 of structs that grew */
-#define ODL_TB5_POLL_CQ_SIZE_1_3	40
 
 #ifndef __KERNEL__
 #define ODL_TB5_SIZE_CHECK_(t, n) \

@@ -135,6 +135,25 @@ odl_stat() {
 	vm "$1" /tmp/odl_xfer stats | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
+# odl_flow GUEST: how its odl_tb5_0 is flow controlled now (sysfs
+# flow_control: e2e, sw-credits, none)
+odl_flow() {
+	vm "$1" cat /sys/class/odl_tb5/odl_tb5_0/flow_control 2>&1
+}
+
+# odl_strix_tbnet_pair: the pair on the amd-strix-halo profile (its E2E
+# credit bug) with thunderbolt-net up on both, so each NHI has one E2E RX
+# ring before odl_tb5 loads (docs/profiles.md); one TAP check, bails out
+# when thunderbolt0 does not come up
+odl_strix_tbnet_pair() {
+	pair_up --profile amd-strix-halo
+	if wait_xdomain a && wait_xdomain b && tbnet_up; then
+		ok "thunderbolt-net loaded and up on both hosts (one E2E RX ring each)"
+	else
+		bail_out "thunderbolt0 did not come up"
+	fi
+}
+
 # odl_check_rx_stats DESC GUEST...: the driver counted no sequence, length or
 # descriptor error and dropped ODL_EXPECT_DROPS messages (default none) on
 # each GUEST (odl_xfer stats)

@@ -10,6 +10,10 @@
 #    with E2E flow control; falling back to software credits", both sides
 #    rebuild their rings without E2E and log in again, the queued messages
 #    go out again and all data arrives verified (flow_control sw-credits).
+#    Each side's reallocation fails once (module parameter
+#    test_realloc_fail=1): the side keeps the peer's login and its queued
+#    sends, allocates the rings again before it logs in again, and the
+#    transfer is not affected.
 # 3. The model drops every 3rd RX completion interrupt on both hosts:
 #    transfers still complete verified (a later interrupt, or the
 #    completion poll, picks the completions up; model irq_dropped).
@@ -21,15 +25,10 @@
 # Needs build/driver (make driver), or ODL_BUILD_DRIVER for NAME@KERNEL.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 13
+tap_plan 14
 tap_timeout 2400
 odl_need_build
-pair_up --profile amd-strix-halo
-if wait_xdomain a && wait_xdomain b && tbnet_up; then
-	ok "thunderbolt-net loaded and up on both hosts (one E2E RX ring each)"
-else
-	bail_out "thunderbolt0 did not come up"
-fi
+odl_strix_tbnet_pair
 
 SYS=/sys/class/odl_tb5/odl_tb5_0
 # 40 x 1 MiB: far more frames than one E2E credit window (4096 frames)
@@ -37,7 +36,6 @@ N=40
 SIZES=1048576
 mit() { vm "$1" cat $SYS/mitigations 2>&1; }
 mit_key() { mit "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-flow() { vm "$1" cat $SYS/flow_control 2>&1; }
 
 # xfer_bounded NAME SECS: odl_xfer a -> b (ports 7 -> 9), the receiver on
 # b in the background (its PID in /tmp/rx.pid); sets XFER_RC and XFER_OUT
@@ -61,7 +59,7 @@ for v in a b; do
 	odl_put $v && odl_load $v e2e=on tx_wedge_ms=3000 || bail_out "cannot load odl_tb5 e2e=on on $v"
 done
 if odl_wait_connected a 120 && odl_wait_connected b 120; then
-	ok "e2e=on: odl_tb5 logged in alongside thunderbolt-net (flow_control $(flow a)/$(flow b))"
+	ok "e2e=on: odl_tb5 logged in alongside thunderbolt-net (flow_control $(odl_flow a)/$(odl_flow b))"
 else
 	bail_out "e2e=on: no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
 fi
@@ -77,11 +75,11 @@ else
 	not_ok "e2e=on: the $N x 1 MiB transfer a -> b wedges (model e2e_wedged a+b $w0 -> $w1)" \
 		"exit $XFER_RC" "$XFER_OUT" "$(nhi_stats a)" "$(nhi_stats b)"
 fi
-if [ "$(mit_key a e2e_fallbacks)" = 0 ] && [ "$(flow a)" = e2e ] &&
+if [ "$(mit_key a e2e_fallbacks)" = 0 ] && [ "$(odl_flow a)" = e2e ] &&
 	! vm a sh -c 'dmesg | grep -q "falling back to software credits"'; then
 	ok "e2e=on: no fallback (still hardware E2E; the watchdog saw it: tx_wedges $(mit_key a tx_wedges))" "$(mit a)"
 else
-	not_ok "e2e=on: no fallback (still hardware E2E)" "$(mit a)" "$(flow a)"
+	not_ok "e2e=on: no fallback (still hardware E2E)" "$(mit a)" "$(odl_flow a)"
 fi
 for v in a b; do
 	vm $v rmmod odl_tb5 || bail_out "cannot unload odl_tb5 on $v" "$(vm $v sh -c 'dmesg | tail -n 20')"
@@ -89,12 +87,15 @@ done
 
 # --- 2. e2e=auto: the watchdog falls back to software credits ----------
 w0=$(wedged)
+# each side's first ring reallocation fails (test hook, as if memory had
+# run out); each reallocates once, whichever falls back first (the other
+# follows), so both ways of failing are taken
 for v in a b; do
 	vm $v dmesg -c >/dev/null
-	odl_load $v e2e=auto tx_wedge_ms=3000 || bail_out "cannot load odl_tb5 e2e=auto on $v"
+	odl_load $v e2e=auto tx_wedge_ms=3000 test_realloc_fail=1 || bail_out "cannot load odl_tb5 e2e=auto on $v"
 done
 if odl_wait_connected a 120 && odl_wait_connected b 120; then
-	ok "e2e=auto: odl_tb5 logged in (flow_control $(flow a)/$(flow b))"
+	ok "e2e=auto: odl_tb5 logged in (flow_control $(odl_flow a)/$(odl_flow b))"
 else
 	bail_out "e2e=auto: no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
 fi
@@ -115,13 +116,28 @@ else
 	not_ok "e2e=auto: a TX ring wedged (model e2e_wedged a+b $w0 -> $w1) and the driver logged the fallback" \
 		"a: $(vm a sh -c 'dmesg | grep odl_tb5')" "b: $(vm b sh -c 'dmesg | grep odl_tb5')"
 fi
-fa=$(flow a) fb=$(flow b)
+fa=$(odl_flow a) fb=$(odl_flow b)
 if [ "$fa/$fb" = sw-credits/sw-credits ] &&
 	[ $(( $(mit_key a e2e_fallbacks) + $(mit_key b e2e_fallbacks) )) -ge 1 ]; then
 	ok "e2e=auto: both sides report software credits, the fallback is counted" "a: $(mit a)" "b: $(mit b)"
 else
 	not_ok "e2e=auto: both sides report software credits, the fallback is counted" \
 		"flow $fa/$fb" "a: $(mit a)" "b: $(mit b)"
+fi
+realloc_log() { vm "$1" sh -c 'dmesg | grep -E "odl_tb5.*(cannot allocate rings|rings allocated again)"'; }
+realloc_ok() {
+	realloc_log "$1" | grep -q 'cannot allocate rings: -12; trying again' &&
+		realloc_log "$1" | grep -q 'rings allocated again' &&
+		[ "$(vm "$1" cat /sys/module/odl_tb5/parameters/test_realloc_fail)" = 0 ]
+}
+desc="e2e=auto: on both sides the one ring reallocation (falling back, or following the peer) failed (test hook) and the rings came back before the next login; the transfer above was not affected"
+if realloc_ok a && realloc_ok b; then
+	ok "$desc" "a: $(realloc_log a)" "b: $(realloc_log b)" \
+		"following the peer: $(for v in a b; do vm $v sh -c 'dmesg | grep -q "peer uses software credits"' && echo $v; done)"
+else
+	not_ok "$desc" "a: $(realloc_log a)" "b: $(realloc_log b)" \
+		"test_realloc_fail a: $(vm a cat /sys/module/odl_tb5/parameters/test_realloc_fail 2>&1) b: $(vm b cat /sys/module/odl_tb5/parameters/test_realloc_fail 2>&1)" \
+		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 20')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 20')"
 fi
 
 # --- 3. lost completion interrupts: recovered by the completion poll ---

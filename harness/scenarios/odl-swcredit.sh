@@ -22,20 +22,13 @@
 tap_plan 4
 tap_timeout 1200
 odl_need_build
-pair_up --profile amd-strix-halo
-if wait_xdomain a && wait_xdomain b && tbnet_up; then
-	ok "thunderbolt-net loaded and up on both hosts (one E2E RX ring each)"
-else
-	bail_out "thunderbolt0 did not come up"
-fi
-SYS=/sys/class/odl_tb5/odl_tb5_0
-flow() { vm "$1" cat $SYS/flow_control 2>&1; }
+odl_strix_tbnet_pair
 for v in a b; do
 	odl_put $v && odl_load $v e2e=off || bail_out "cannot load odl_tb5 e2e=off on $v"
 done
 odl_wait_connected a 120 && odl_wait_connected b 120 ||
 	bail_out "e2e=off: no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
-fl="$(flow a)/$(flow b)"
+fl="$(odl_flow a)/$(odl_flow b)"
 vm b sh -c 'echo 3000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 dr0=$(odl_stat b drops) rs0=$(odl_stat b rx_stalls) of0=$(nhi_stats b rx_overflow)
 vm b sh -c "setsid /tmp/odl_xfer hold -p 60 -t 600 > /tmp/hold.log 2>&1 < /dev/null &"
