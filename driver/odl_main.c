@@ -377,23 +377,47 @@ static struct odl_recv *odl_take_recv(struct odl_file *f, u32 key)
 	return r;
 }
 
+static bool odl_pending_fits(u32 count, u64 bytes, u32 len)
+{
+	return count < ODL_PENDING_MAX && bytes + len <= ODL_PENDING_BYTES;
+}
+
 /*
  * Room for a message of @len among those held back for a RECV (dev->lock
- * held). Where there is none, the oldest one that has waited rx_stall_ms
- * or longer is dropped to make it (its file gets the lost-message EVENT,
- * counted in drops), so messages nobody receives (a keyed one whose RECV
- * was withdrawn, a hostile peer's) cannot keep the room for good and
- * hold the RX ring for every port. False: no room, none waited that long.
+ * held). Where there is none, the oldest ones that have waited rx_stall_ms
+ * or longer are dropped to make it, as many as it takes (each file gets
+ * the lost-message EVENT, counted in drops), so messages nobody receives
+ * (a hostile peer's, one for a RECV never posted) cannot keep the room for
+ * good and hold the RX ring for every port. False: no room, and dropping
+ * all that waited that long would not make it (then none is dropped).
  */
 static bool odl_pending_room(struct odl_dev *dev, u32 len)
 {
 	unsigned long wait = msecs_to_jiffies(READ_ONCE(rx_stall_ms));
+	u32 count = dev->pending_count;
+	u64 bytes = dev->pending_bytes;
+	struct odl_pending *p;
+	unsigned int port;
 
-	while (dev->pending_count >= ODL_PENDING_MAX ||
-	       dev->pending_bytes + len > ODL_PENDING_BYTES) {
-		struct odl_pending *old = NULL, *p;
+	if (odl_pending_fits(count, bytes, len))
+		return true;
+	for (port = 1; port <= ODL_TB5_MAX_PORT; port++) {
+		if (!dev->ports[port])
+			continue;
+		/* each file's list is in arrival order: stale ones first */
+		list_for_each_entry(p, &dev->ports[port]->pending, list) {
+			if (time_before(jiffies, p->since + wait))
+				break;
+			count--;
+			bytes -= p->len;
+		}
+	}
+	if (!odl_pending_fits(count, bytes, len))
+		return false;
+	while (!odl_pending_fits(dev->pending_count, dev->pending_bytes,
+				 len)) {
+		struct odl_pending *old = NULL;
 		struct odl_file *of = NULL, *f;
-		unsigned int port;
 
 		for (port = 1; port <= ODL_TB5_MAX_PORT; port++) {
 			f = dev->ports[port];
