@@ -910,6 +910,44 @@ START_TEST(t_connect_abandon)
 }
 END_TEST
 
+/* the comm a fused rail's connect staged is on the device that reaches the
+ * listener (route_dev), not necessarily the one it was asked for: that is
+ * where connect_abandon gives it up */
+START_TEST(t_connect_abandon_routed)
+{
+	struct odlp_dev *d0 = &g_devs[0], *d1 = &g_devs[1];
+	struct odl_handle hd = { 0 };
+	struct odlp_comm *c;
+	uint32_t id;
+
+	memset(d0, 0, sizeof(*d0));
+	memset(d1, 0, sizeof(*d1));
+	snprintf(d0->name, sizeof(d0->name), "asked");
+	snprintf(d1->name, sizeof(d1->name), "reaches");
+	d0->next_id = d1->next_id = 1;
+	memset(d0->info.peer_uuid, 0x11, 16);
+	memset(d1->info.peer_uuid, 0x22, 16);
+	g_ndev = 2;
+	c = new_comm(d1, K_SEND);
+	ck_assert_ptr_nonnull(c);
+	id = c->id;
+	c->state = S_PENDING;
+	c->peer_port = 7;
+	c->handle_cookie = 9;
+	memset(hd.listener_uuid, 0x22, 16);
+	hd.stage_cookie = g_instance;
+	hd.stage_comm = (uintptr_t)c;
+	hd.listen_nonce = 9;
+	connect_abandon(d0, &hd);
+	ck_assert_ptr_null(find_comm(d1, id));
+	ck_assert_ptr_null(d1->comms);
+	ck_assert_uint_eq(hd.stage_cookie, 0);
+	while (d1->cq_head)
+		cq_pop(d1);
+	g_ndev = 0;
+}
+END_TEST
+
 /* a keyed (zero-copy) message larger than the receive its CTS named: the
  * library drops it with -EMSGSIZE; that receive fails with
  * ncclRemoteError, the device and its other comms go on (it used to mark
@@ -982,6 +1020,7 @@ int main(void)
 	tcase_add_test(tc, t_connect_peer_closed);
 	tcase_add_test(tc, t_ack_unknown_answered);
 	tcase_add_test(tc, t_connect_abandon);
+	tcase_add_test(tc, t_connect_abandon_routed);
 	tcase_add_test(tc, t_keyed_oversize);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fuzz");
