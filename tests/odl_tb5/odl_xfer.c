@@ -386,6 +386,26 @@ static struct odl_tb5_completion next_comp(struct chan *c)
 	}
 }
 
+/* SEND completions until n arrived (others skipped); 1 on a failed one */
+static int wait_sends(struct chan *c, uint32_t n)
+{
+	uint32_t done = 0;
+
+	while (done < n) {
+		struct odl_tb5_completion e = next_comp(c);
+
+		if (e.type != ODL_TB5_COMP_SEND)
+			continue;
+		if (e.status) {
+			fprintf(stderr, "send %llu failed: %d\n",
+				(unsigned long long)e.cookie, e.status);
+			return 1;
+		}
+		done++;
+	}
+	return 0;
+}
+
 static uint64_t max_size(void)
 {
 	uint64_t m = 4096;
@@ -865,7 +885,7 @@ static int cmd_krecv(void)
 static int cmd_ksend(void)
 {
 	uint64_t slot = max_size(), total = slot * (uint64_t)count;
-	uint32_t late = (uint32_t)count / 2, flags, id, k, n = 0, done = 0;
+	uint32_t late = (uint32_t)count / 2, flags, id, k, n = 0;
 	static const uint8_t u0[4] = { 'U', '0' }, u1[4] = { 'U', '1' };
 	uint8_t *base;
 	struct chan c;
@@ -888,18 +908,8 @@ static int cmd_ksend(void)
 			do_send(&c, 1, 0, 4, UNKEYED0);
 	}
 	do_send(&c, 1, 64, 4, UNKEYED0 + 1);
-	while (done < (uint32_t)count + 2) {
-		struct odl_tb5_completion e = next_comp(&c);
-
-		if (e.type != ODL_TB5_COMP_SEND)
-			continue;
-		if (e.status) {
-			fprintf(stderr, "send %llu failed: %d\n",
-				(unsigned long long)e.cookie, e.status);
-			return 1;
-		}
-		done++;
-	}
+	if (wait_sends(&c, (uint32_t)count + 2))
+		return 1;
 	printf("sent %u keyed and 2 unkeyed messages\n", n);
 	return 0;
 }
@@ -983,7 +993,7 @@ static int cmd_kcrecv(void)
 static int cmd_kcsend(void)
 {
 	uint64_t slot = max_size(), len = sizes[count % nsizes];
-	uint32_t k, n = (uint32_t)count, done = 0;
+	uint32_t k, n = (uint32_t)count;
 	struct chan c;
 
 	if (count < 1 || count > 200)
@@ -994,18 +1004,8 @@ static int cmd_kcsend(void)
 	for (k = 0; k <= n; k++)
 		do_send_f(&c, 0, 0, 0, len, k, KEY0 + k);
 	do_send(&c, 1, 0, 4, UNKEYED0);
-	while (done < n + 2) {
-		struct odl_tb5_completion e = next_comp(&c);
-
-		if (e.type != ODL_TB5_COMP_SEND)
-			continue;
-		if (e.status) {
-			fprintf(stderr, "send %llu failed: %d\n", (unsigned long long)e.cookie,
-				e.status);
-			return 1;
-		}
-		done++;
-	}
+	if (wait_sends(&c, n + 2))
+		return 1;
 	printf("sent %u keyed messages and an unkeyed one\n", n + 1);
 	return 0;
 }
@@ -1104,7 +1104,7 @@ static int cmd_urecv(void)
 static int cmd_usend(void)
 {
 	struct chan c;
-	int k, done = 0;
+	int k;
 
 	chan_open_bufs(&c, URG_NBIG, URG_BIG, 1, 4096);
 	for (k = 0; k < URG_N; k++)
@@ -1115,18 +1115,8 @@ static int cmd_usend(void)
 	printf("queued %d big messages, then 64 and 100 bytes%s\n", URG_NBIG,
 	       no_urgent ? "" : " urgent");
 	fflush(stdout);
-	while (done < URG_N) {
-		struct odl_tb5_completion e = next_comp(&c);
-
-		if (e.type != ODL_TB5_COMP_SEND)
-			continue;
-		if (e.status) {
-			fprintf(stderr, "send %llu failed: %d\n", (unsigned long long)e.cookie,
-				e.status);
-			return 1;
-		}
-		done++;
-	}
+	if (wait_sends(&c, URG_N))
+		return 1;
 	printf("sent %d messages\n", URG_N);
 	return 0;
 }
