@@ -586,10 +586,26 @@ static int cmd_hold(void)
 	return 0;
 }
 
+/* withdraw the keyed RECV posted with key and cookie: 1 unless it completed -ECANCELED */
+static int cancel_one(struct chan *c, uint32_t key, uint64_t cookie)
+{
+	struct odl_tb5_cancel cn = { .size = sizeof(cn), .key = key };
+	struct odl_tb5_completion e;
+
+	if (ioctl(c->fd, ODL_TB5_IOC_CANCEL, &cn))
+		die("CANCEL");
+	e = next_comp(c);
+	if (e.type != ODL_TB5_COMP_RECV || e.cookie != cookie || e.status != -ECANCELED) {
+		fprintf(stderr, "cancel %u: completion type %u cookie %llu status %d\n", key,
+			e.type, (unsigned long long)e.cookie, e.status);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_kick(void)
 {
 	double end = mono_s() + idle_s;
-	struct odl_tb5_cancel cn = { .size = sizeof(cn) };
 	struct chan c;
 	uint32_t k;
 
@@ -597,18 +613,9 @@ static int cmd_kick(void)
 	printf("ready\n");
 	fflush(stdout);
 	for (k = 1; mono_s() < end; k++) {
-		struct odl_tb5_completion e;
-
 		post_recv_f(&c, 0, 2, 0, 4096, k, k);
-		cn.key = k;
-		if (ioctl(c.fd, ODL_TB5_IOC_CANCEL, &cn))
-			die("CANCEL");
-		e = next_comp(&c);
-		if (e.type != ODL_TB5_COMP_RECV || e.cookie != k || e.status != -ECANCELED) {
-			fprintf(stderr, "kick %u: completion type %u cookie %llu status %d\n", k,
-				e.type, (unsigned long long)e.cookie, e.status);
+		if (cancel_one(&c, k, k))
 			return 1;
-		}
 		usleep(200000);
 	}
 	printf("kicked %u times\n", k - 1);
@@ -923,22 +930,6 @@ static int cmd_ksend(void)
  * (verified) and the unkeyed one: the driver discards the withdrawn keys'
  * messages on arrival (counted in rx_cancelled) instead of holding them.
  */
-static int cancel_one(struct chan *c, uint32_t key, uint64_t cookie)
-{
-	struct odl_tb5_cancel cn = { .size = sizeof(cn), .key = key };
-	struct odl_tb5_completion e;
-
-	if (ioctl(c->fd, ODL_TB5_IOC_CANCEL, &cn))
-		die("CANCEL");
-	e = next_comp(c);
-	if (e.type != ODL_TB5_COMP_RECV || e.cookie != cookie || e.status != -ECANCELED) {
-		fprintf(stderr, "cancel %u: completion type %u cookie %llu status %d\n", key,
-			e.type, (unsigned long long)e.cookie, e.status);
-		return 1;
-	}
-	return 0;
-}
-
 static int cmd_kcrecv(void)
 {
 	uint64_t slot = max_size(), want = sizes[count % nsizes];
