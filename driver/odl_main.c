@@ -76,7 +76,7 @@ MODULE_PARM_DESC(rx_stall_ms,
 static unsigned int test_realloc_fail;
 module_param(test_realloc_fail, uint, 0644);
 MODULE_PARM_DESC(test_realloc_fail,
-		 "Testing: the next this many ring reallocations (E2E fallback, or following a peer without E2E) fail as if memory had run out (default: 0)");
+		 "Testing: the next this many ring allocations after a connection (the reallocation of an E2E fallback or of following a peer without E2E, then the login work's retries) fail as if memory had run out (default: 0)");
 
 static unsigned int test_path_delay_ms;
 module_param(test_path_delay_ms, uint, 0644);
@@ -382,6 +382,31 @@ static bool odl_pending_fits(u32 count, u64 bytes, u32 len)
 	return count < ODL_PENDING_MAX && bytes + len <= ODL_PENDING_BYTES;
 }
 
+/* Hold @p back for @f: at the end of its file's list and the device's
+ * (dev->lock held)
+ */
+static void odl_pending_add(struct odl_dev *dev, struct odl_file *f,
+			    struct odl_pending *p)
+{
+	p->file = f;
+	p->since = jiffies;
+	list_add_tail(&p->list, &f->pending);
+	list_add_tail(&p->all, &dev->pending);
+	dev->pending_count++;
+	dev->pending_bytes += p->len;
+}
+
+/* Take @p off both lists and free it (dev->lock held) */
+static void odl_pending_free(struct odl_dev *dev, struct odl_pending *p)
+{
+	list_del(&p->list);
+	list_del(&p->all);
+	dev->pending_count--;
+	dev->pending_bytes -= p->len;
+	kvfree(p->data);
+	kfree(p);
+}
+
 /*
  * Room for a message of @len among those held back for a RECV (dev->lock
  * held). Where there is none, the oldest ones that have waited rx_stall_ms
@@ -390,6 +415,8 @@ static bool odl_pending_fits(u32 count, u64 bytes, u32 len)
  * (a hostile peer's, one for a RECV never posted) cannot keep the room for
  * good and hold the RX ring for every port. False: no room, and dropping
  * all that waited that long would not make it (then none is dropped).
+ * The device's list is in arrival order, so the stale ones come first and
+ * both passes stop at the first message they keep.
  */
 static bool odl_pending_room(struct odl_dev *dev, u32 len)
 {
@@ -397,51 +424,22 @@ static bool odl_pending_room(struct odl_dev *dev, u32 len)
 	u32 count = dev->pending_count;
 	u64 bytes = dev->pending_bytes;
 	struct odl_pending *p;
-	unsigned int port;
 
-	if (odl_pending_fits(count, bytes, len))
-		return true;
-	for (port = 1; port <= ODL_TB5_MAX_PORT; port++) {
-		if (!dev->ports[port])
-			continue;
-		/* each file's list is in arrival order: stale ones first */
-		list_for_each_entry(p, &dev->ports[port]->pending, list) {
-			if (time_before(jiffies, p->since + wait))
-				break;
-			count--;
-			bytes -= p->len;
-		}
+	list_for_each_entry(p, &dev->pending, all) {
+		if (odl_pending_fits(count, bytes, len) ||
+		    time_before(jiffies, p->since + wait))
+			break;
+		count--;
+		bytes -= p->len;
 	}
 	if (!odl_pending_fits(count, bytes, len))
 		return false;
 	while (!odl_pending_fits(dev->pending_count, dev->pending_bytes,
 				 len)) {
-		struct odl_pending *old = NULL;
-		struct odl_file *of = NULL, *f;
-
-		for (port = 1; port <= ODL_TB5_MAX_PORT; port++) {
-			f = dev->ports[port];
-			if (!f || list_empty(&f->pending))
-				continue;
-			/* each file's list is in arrival order */
-			p = list_first_entry(&f->pending, struct odl_pending,
-					     list);
-			if (time_before(jiffies, p->since + wait))
-				continue;
-			if (!old || time_before(p->since, old->since)) {
-				old = p;
-				of = f;
-			}
-		}
-		if (!old)
-			return false;
-		list_del(&old->list);
-		dev->pending_count--;
-		dev->pending_bytes -= old->len;
+		p = list_first_entry(&dev->pending, struct odl_pending, all);
 		dev->stats.drops++;
-		odl_event(of, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
-		kvfree(old->data);
-		kfree(old);
+		odl_event(p->file, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+		odl_pending_free(dev, p);
 	}
 	return true;
 }
@@ -474,12 +472,10 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 		dev->stats.drops++;
 		return;
 	}
-	p->since = jiffies;
 	p->status = status;
 	p->src_port = src_port;
 	p->key = key;
-	list_add_tail(&p->list, &f->pending);
-	dev->pending_count++;
+	odl_pending_add(dev, f, p);
 }
 
 /* Hand waiting messages to posted RECVs: unkeyed ones oldest to oldest,
@@ -495,9 +491,6 @@ static void odl_match_pending(struct odl_dev *dev, struct odl_file *f)
 		r = odl_take_recv(f, p->key);
 		if (!r)
 			continue;
-		list_del(&p->list);
-		dev->pending_count--;
-		dev->pending_bytes -= p->len;
 		if (p->status) {
 			odl_recv_done(dev, r, p->status, 0, p->src_port);
 		} else if (p->len > r->capacity) {
@@ -506,8 +499,7 @@ static void odl_match_pending(struct odl_dev *dev, struct odl_file *f)
 			memcpy(r->dst, p->data, p->len);
 			odl_recv_done(dev, r, 0, p->len, p->src_port);
 		}
-		kvfree(p->data);
-		kfree(p);
+		odl_pending_free(dev, p);
 	}
 }
 
@@ -755,13 +747,10 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 			break;
 		}
 		p->data = dev->rx.stage;
-		p->since = jiffies;
 		p->len = dev->rx.len;
 		p->src_port = dev->rx.src_port;
 		p->key = dev->rx.key;
-		list_add_tail(&p->list, &f->pending);
-		dev->pending_count++;
-		dev->pending_bytes += p->len;
+		odl_pending_add(dev, f, p);
 		/* a RECV posted while this message was being staged: it is
 		 * the oldest, so it gets this message now, not the next one
 		 */
@@ -1281,13 +1270,8 @@ void odl_file_detach(struct odl_dev *dev, struct odl_file *f)
 		list_del(&r->list);
 		odl_recv_done(dev, r, -ECANCELED, 0, 0);
 	}
-	list_for_each_entry_safe(p, pn, &f->pending, list) {
-		list_del(&p->list);
-		dev->pending_count--;
-		dev->pending_bytes -= p->len;
-		kvfree(p->data);
-		kfree(p);
-	}
+	list_for_each_entry_safe(p, pn, &f->pending, list)
+		odl_pending_free(dev, p);
 	/* sends waiting for a fallback re-login are queued sends too */
 	list_splice_init(&dev->tx_requeue, &dev->txq);
 	list_for_each_entry_safe(s, sn, &dev->txq, list) {
@@ -1476,6 +1460,22 @@ static void odl_requeue_sends(struct odl_dev *dev)
 		s->pos = 0;
 }
 
+/*
+ * A fallback's resume ends without a connection (the rings could not be
+ * had again, the paths not enabled, the peer logged out): the sends it
+ * kept fail, in the order they were queued, and the files hear the
+ * LINK_DOWN the fallback had kept from them (dev->lock held).
+ */
+static void odl_resume_abort(struct odl_dev *dev)
+{
+	if (!dev->resuming)
+		return;
+	dev->resuming = false;
+	odl_requeue_sends(dev);
+	odl_fail_txq(dev, -ECONNRESET);
+	odl_event_all(dev, -ECONNRESET, ODL_TB5_CF_LINK_DOWN);
+}
+
 /* conn_lock held */
 static void odl_disconnect(struct odl_dev *dev, const char *why)
 {
@@ -1619,11 +1619,7 @@ static void odl_try_connect(struct odl_dev *dev)
 			ret);
 		spin_lock(&dev->lock);
 		dev->connected = false;
-		if (dev->resuming) {
-			odl_requeue_sends(dev);
-			dev->resuming = false;
-			odl_fail_txq(dev, -ECONNRESET);
-		}
+		odl_resume_abort(dev);
 		spin_unlock(&dev->lock);
 		tb_ring_stop(dev->rx_ring);
 		tb_ring_stop(dev->tx_ring);
@@ -1810,18 +1806,23 @@ static void odl_login_stale(struct odl_dev *dev)
  * allocates them before it logs in again (with backoff), and nothing
  * connects without them (odl_try_connect).
  */
-static int odl_realloc_rings(struct odl_dev *dev)
+/* allocate the rings again (test_realloc_fail: or fail as if out of memory) */
+static int odl_alloc_rings_again(struct odl_dev *dev)
 {
 	unsigned int fail = READ_ONCE(test_realloc_fail);
+
+	if (!fail)
+		return odl_alloc_rings(dev);
+	WRITE_ONCE(test_realloc_fail, fail - 1);
+	return -ENOMEM;
+}
+
+static int odl_realloc_rings(struct odl_dev *dev)
+{
 	int ret;
 
 	odl_free_rings(dev);
-	if (fail) {
-		WRITE_ONCE(test_realloc_fail, fail - 1);
-		ret = -ENOMEM;
-	} else {
-		ret = odl_alloc_rings(dev);
-	}
+	ret = odl_alloc_rings_again(dev);
 	if (ret)
 		dev_err(&dev->svc->dev,
 			"cannot allocate rings: %d; trying again before the next login\n",
@@ -2003,18 +2004,21 @@ static void odl_login_work(struct work_struct *work)
 	}
 	/* a reallocation failed (odl_realloc_rings): rings first */
 	if (!dev->tx_ring) {
-		if (odl_alloc_rings(dev)) {
+		ret = odl_alloc_rings_again(dev);
+		if (ret) {
+			bool resuming;
+
 			/* more than a passing shortage: queued SENDs fail
 			 * (the files hear LINK_DOWN), allocation goes on
 			 */
 			spin_lock(&dev->lock);
-			if (dev->resuming) {
-				dev->resuming = false;
-				odl_fail_txq(dev, -ECONNRESET);
-				odl_event_all(dev, -ECONNRESET,
-					      ODL_TB5_CF_LINK_DOWN);
-			}
+			resuming = dev->resuming;
+			odl_resume_abort(dev);
 			spin_unlock(&dev->lock);
+			dev_err_ratelimited(&dev->svc->dev,
+					    "cannot allocate rings again: %d%s\n",
+					    ret, resuming ?
+					    "; the queued sends failed" : "");
 			queue_delayed_work(system_long_wq, &dev->login_work,
 					   odl_login_backoff(dev));
 			mutex_unlock(&dev->conn_lock);
@@ -2152,10 +2156,7 @@ static void odl_peer_work(struct work_struct *work)
 		odl_login_stale(dev);
 		dev->login_received = false;
 		spin_lock(&dev->lock);
-		if (dev->resuming) {
-			dev->resuming = false;
-			odl_fail_txq(dev, -ECONNRESET);
-		}
+		odl_resume_abort(dev);
 		spin_unlock(&dev->lock);
 	}
 	if (!login)
@@ -2404,6 +2405,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	INIT_LIST_HEAD(&dev->tx_free);
 	INIT_LIST_HEAD(&dev->txq);
 	INIT_LIST_HEAD(&dev->files);
+	INIT_LIST_HEAD(&dev->pending);
 	atomic_set(&dev->command_id, 0);
 	dev->local_session = get_random_u32() | 1;
 	dev->ring_size = ring_size;

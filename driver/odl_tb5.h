@@ -119,7 +119,9 @@ struct odl_recv {
 
 /* A complete message (or an error) waiting for a RECV to be posted. */
 struct odl_pending {
-	struct list_head list;
+	struct list_head list;	/* on its file's pending, arrival order */
+	struct list_head all;	/* on the device's pending, arrival order */
+	struct odl_file *file;
 	void *data;
 	u32 len;
 	u16 src_port;
@@ -270,6 +272,8 @@ struct odl_dev {
 	bool credit_pending;		/* a credit frame is due */
 	struct odl_file *ports[ODL_TB5_MAX_PORT + 1];
 	struct list_head files;
+	/* every held back message (struct odl_pending), oldest first */
+	struct list_head pending;
 	u32 pending_count;
 	u64 pending_bytes;
 	struct odl_stats stats;

@@ -14,13 +14,14 @@
 # with no RECV, once 16 MiB wait there, holds the RX ring for rx_stall_ms,
 # however often another port posts RECVs meanwhile, then the oldest held
 # back message gives way; a held back message older than rx_stall_ms gives
-# way at once to a new one; then data moves again. A keyed message whose
+# way at once to a new one; where dropping the stale ones would not make
+# room, none is dropped; then data moves again. A keyed message whose
 # RECV was withdrawn is discarded on arrival (ABI 1.7), not held back. The counters read through
 # GET_STATS are the same in sysfs (statistics/, a file each) and in
 # `odl_tb5_cli --list --json`.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 18
+tap_plan 19
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -102,6 +103,25 @@ else
 fi
 vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
 wait_for "! vm b pidof odl_xfer" 30
+# no room, and dropping the stale held back messages would not make it:
+# none of them is dropped (a driver that dropped them for nothing loses
+# the first message here). With rx_stall_ms 4 s on b, a sends 1 MiB, waits
+# 6 s, then 14 MiB and 4 MiB, all keyed, for a port of b with no RECV:
+# the last one holds the RX ring until b, seeing that stall, posts the
+# three RECVs
+vm b sh -c 'echo 4000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
+dr0=$(odl_stat b drops)
+vm b sh -c "setsid sh -c '/tmp/odl_xfer stallrecv -p 75 -s 1048576,14680064,4194304; echo rc=\$?' > /tmp/stall.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/stall.log" 30
+out=$("$VMPAIR" exec a --timeout 180 -- /tmp/odl_xfer stallsend -p 76 -q 75 -t 6 -s 1048576,14680064,4194304 2>&1)
+desc="b: no room even with the stale held back message dropped: none dropped, the new one held the ring, RECVs posted then got all three intact"
+if wait_for "vm b grep -q rc= /tmp/stall.log" 120 >&2 && vm b grep -q rc=0 /tmp/stall.log &&
+	[ "$(odl_stat b drops)" = "$dr0" ]; then
+	ok "$desc" "$(vm b cat /tmp/stall.log)" "a: $out"
+else
+	not_ok "$desc" "before: drops=$dr0" "after: $(vm b /tmp/odl_xfer stats 2>&1)" \
+		"b: $(vm b cat /tmp/stall.log 2>&1)" "a: $out" "$(vm b dmesg | tail -n 20)"
+fi
 vm b sh -c "echo $stall_ms > /sys/module/odl_tb5/parameters/rx_stall_ms"
 check "a -> b after the held port closed: 8 messages, verified" \
 	odl_xfer_run a b 63 64 8 1,65536,4194304

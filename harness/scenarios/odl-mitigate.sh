@@ -22,10 +22,16 @@
 #    verified and the recoveries are counted (mitigations irq_recoveries).
 #    (With every 3rd lost, whether any completion waits long enough for
 #    the poll depends on timing, so the poll is proven here.)
+# 5. e2e=auto again, each side's ring allocation failing twice (test hook
+#    test_realloc_fail=2: the reallocation and the login work's first
+#    retry): the side that fell back gives its resume up, its queued sends
+#    fail with -ECONNRESET and its files get LINK_DOWN (so the transfer
+#    under way fails); both sides go on trying, allocate the rings, log in
+#    again, and a new transfer is all verified.
 # Needs build/driver (make driver), or ODL_BUILD_DRIVER for NAME@KERNEL.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 14
+tap_plan 16
 tap_timeout 2400
 odl_need_build
 odl_strix_tbnet_pair
@@ -179,6 +185,55 @@ if [ "$D1" -gt "$D0" ] && [ "$R1" -gt "$R0" ]; then
 else
 	not_ok "the model dropped interrupts ($D0 -> $D1) and the poll recovered them (irq_recoveries $R0 -> $R1)" \
 		"a: $(mit a)" "b: $(mit b)" "$(nhi_stats a)" "$(nhi_stats b)"
+fi
+
+# --- 5. the allocation fails again: the fallback's resume is given up ---
+for v in a b; do
+	vm $v rmmod odl_tb5 || bail_out "cannot unload odl_tb5 on $v" "$(vm $v sh -c 'dmesg | tail -n 20')"
+	vm $v dmesg -c >/dev/null
+	odl_load $v e2e=auto tx_wedge_ms=3000 test_realloc_fail=2 || bail_out "cannot load odl_tb5 test_realloc_fail=2 on $v"
+done
+odl_wait_connected a 120 && odl_wait_connected b 120 || bail_out "test_realloc_fail=2: no odl_tb5 login"
+N=40 SIZES=1048576
+vm b sh -c "rm -f /tmp/rx.9; setsid /tmp/odl_xfer recv -p 9 -q 7 -n $N -s $SIZES > /tmp/rx.9 2>&1 < /dev/null & echo \$! > /tmp/rx.pid"
+# a file on each side that only holds a port: it hears every EVENT
+for v in a b; do
+	vm $v sh -c "setsid /tmp/odl_xfer hold -p 60 -t 900 > /tmp/hold.log 2>&1 < /dev/null &"
+done
+wait_for "vm b grep -q ready /tmp/rx.9 && vm a grep -q ready /tmp/hold.log && vm b grep -q ready /tmp/hold.log" 30 ||
+	bail_out "test_realloc_fail=2: no receiver"
+out=$("$VMPAIR" exec a --timeout 300 -- /tmp/odl_xfer send -p 7 -q 9 -n $N -s $SIZES 2>&1)
+rc=$?
+stop_rx
+# the side(s) that fell back: each logged its two failed allocations, the
+# second giving the resume up, and its holding file got LINK_DOWN (flags
+# 0x2, -ECONNRESET)
+x=$(for v in a b; do vm $v sh -c 'dmesg | grep -q "falling back to software credits"' && echo $v; done)
+gave_up() { vm "$1" sh -c 'dmesg | grep -E "odl_tb5.*cannot allocate rings"'; }
+gave_up_all() {
+	[ -n "$x" ] || return 1
+	for v in $x; do
+		gave_up $v | grep -q 'cannot allocate rings again: -12; the queued sends failed' &&
+			wait_for "vm $v grep -q 'event status -104 flags 0x2' /tmp/hold.log" 30 || return 1
+	done
+}
+desc="test_realloc_fail=2: the side that fell back (${x:-none}) could not allocate its rings again and gave the resume up: its queued sends failed, its files got LINK_DOWN, the transfer failed"
+if [ "$rc" != 0 ] && gave_up_all; then
+	ok "$desc" "$(for v in $x; do echo "$v: $(gave_up $v)"; done)" "a: $out"
+else
+	not_ok "$desc" "exit $rc" "a: $out" "b: $(vm b cat /tmp/rx.9 2>&1)" \
+		"hold a: $(vm a cat /tmp/hold.log 2>&1)" "hold b: $(vm b cat /tmp/hold.log 2>&1)" \
+		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 20')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 20')"
+fi
+desc="test_realloc_fail=2: both sides allocated their rings again and logged in; a new transfer a -> b all verified"
+if odl_wait_connected a 120 && odl_wait_connected b 120 &&
+	vm a sh -c 'dmesg | grep -q "rings allocated again"' && vm b sh -c 'dmesg | grep -q "rings allocated again"' &&
+	xfer_bounded 900 && [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
+	ok "$desc" "$XFER_OUT" "hold a: $(vm a cat /tmp/hold.log)" "hold b: $(vm b cat /tmp/hold.log)"
+else
+	stop_rx
+	not_ok "$desc" "exit ${XFER_RC:-}" "${XFER_OUT:-}" \
+		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 20')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 20')"
 fi
 
 out=$(for v in a b; do vm $v sh -c 'dmesg | grep -E "WARNING:|Oops|BUG:|general protection|Call Trace"'; done)

@@ -579,8 +579,12 @@ static int cmd_hold(void)
 		pq.timeout_ms = 200;
 		if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
 			die("POLL_CQ");
-		if (pq.count && e.type == ODL_TB5_COMP_EVENT)
+		if (!pq.count || e.type != ODL_TB5_COMP_EVENT)
+			continue;
+		if (e.flags & ODL_TB5_CF_MSG_LOST)
 			lost++;
+		printf("event status %d flags 0x%x\n", e.status, e.flags);
+		fflush(stdout);
 	}
 	printf("held port %d for %d s: %d lost-message events\n", port, idle_s, lost);
 	return 0;
@@ -998,6 +1002,97 @@ static int cmd_kcsend(void)
 	if (wait_sends(&c, n + 2))
 		return 1;
 	printf("sent %u keyed messages and an unkeyed one\n", n + 1);
+	return 0;
+}
+
+/*
+ * No room, and dropping the stale held back messages would not make it
+ * (odl_pending_room): none of them is dropped. stallsend sends keyed
+ * messages KEY0, KEY0 + 1 and KEY0 + 2 (sizes -s, say 1 MiB, 14 MiB,
+ * 4 MiB), waiting -t seconds (longer than the receiver's rx_stall_ms)
+ * after the first. stallrecv binds its port with no RECV posted: the
+ * first message is held back and grows stale, the second is held back
+ * fresh, and the third does not fit (16 MiB room) even with the first
+ * dropped, so it holds the RX ring (rx_stalls). Once stallrecv sees that
+ * stall it posts the three RECVs and must get every message intact and no
+ * lost-message event. A driver that dropped the stale one for nothing
+ * loses the first message.
+ */
+static uint64_t get_stat_rx_stalls(int fd)
+{
+	struct odl_tb5_stats st = { .size = sizeof(st) };
+
+	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
+		die("GET_STATS");
+	return st.rx_stalls;
+}
+
+static int cmd_stallrecv(void)
+{
+	uint64_t slot = max_size(), stalls;
+	double end;
+	uint32_t k, got = 0;
+	struct chan c;
+	int bad = 0;
+
+	if (nsizes != 3)
+		return 2;
+	chan_open_bufs(&c, 1, 4096, 3, slot);
+	stalls = get_stat_rx_stalls(c.fd);
+	printf("ready\n");
+	fflush(stdout);
+	end = mono_s() + 120;
+	while (get_stat_rx_stalls(c.fd) == stalls) {
+		if (mono_s() > end) {
+			fprintf(stderr, "odl_xfer: no RX stall in 120 s\n");
+			return 1;
+		}
+		usleep(10000);
+	}
+	for (k = 0; k < 3; k++) {
+		memset(buf_ptr(&c, 1 + k), 0x5a, slot);
+		post_recv_f(&c, 0, 1 + k, 0, slot, k, KEY0 + k);
+	}
+	while (got < 3) {
+		struct odl_tb5_completion e = next_comp(&c);
+
+		k = (uint32_t)e.cookie;
+		if (e.type != ODL_TB5_COMP_RECV || k > 2) {
+			fprintf(stderr, "unexpected completion type %u cookie %llu status %d\n",
+				e.type, (unsigned long long)e.cookie, e.status);
+			return 1;
+		}
+		if (e.status || e.length != sizes[k] || check(buf_ptr(&c, 1 + k), sizes[k], k)) {
+			fprintf(stderr, "message %u: status %d length %llu\n", k, e.status,
+				(unsigned long long)e.length);
+			bad++;
+		}
+		got++;
+	}
+	printf("stalled, then received 3 keyed messages posted late, %d bad\n", bad);
+	return bad ? 1 : 0;
+}
+
+static int cmd_stallsend(void)
+{
+	uint64_t slot = max_size();
+	uint32_t k;
+	struct chan c;
+
+	if (nsizes != 3)
+		return 2;
+	chan_open_bufs(&c, 3, slot, 1, 4096);
+	for (k = 0; k < 3; k++)
+		fill(buf_ptr(&c, k), sizes[k], k);
+	do_send_f(&c, 0, 0, 0, sizes[0], 0, KEY0);
+	if (wait_sends(&c, 1))
+		return 1;
+	sleep((unsigned int)idle_s);
+	do_send_f(&c, 0, 1, 0, sizes[1], 1, KEY0 + 1);
+	do_send_f(&c, 0, 2, 0, sizes[2], 2, KEY0 + 2);
+	if (wait_sends(&c, 2))
+		return 1;
+	printf("sent 3 keyed messages, %d s between the first and the others\n", idle_s);
 	return 0;
 }
 
@@ -1865,7 +1960,7 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|post|hold|kick|flood|sink|recv|krecv|ksend|kcrecv|kcsend|urecv|usend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|send|post|hold|kick|flood|sink|recv|krecv|ksend|kcrecv|kcsend|stallrecv|stallsend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
@@ -1934,6 +2029,10 @@ int main(int argc, char **argv)
 		return cmd_kcrecv();
 	if (!strcmp(cmd, "kcsend"))
 		return cmd_kcsend();
+	if (!strcmp(cmd, "stallrecv"))
+		return cmd_stallrecv();
+	if (!strcmp(cmd, "stallsend"))
+		return cmd_stallsend();
 	if (!strcmp(cmd, "urecv"))
 		return cmd_urecv();
 	if (!strcmp(cmd, "usend"))
