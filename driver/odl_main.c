@@ -1562,13 +1562,18 @@ static void odl_try_connect(struct odl_dev *dev)
 			tb_xdomain_release_in_hopid(dev->xd, ret);
 		dev_err(&dev->svc->dev, "cannot reserve input HopID %d: %d\n",
 			dev->remote_transmit_path, ret);
+		spin_lock(&dev->lock);
+		odl_resume_abort(dev);
+		spin_unlock(&dev->lock);
 		return;
 	}
 	dev->in_hopid_held = true;
 
 	spin_lock(&dev->lock);
+	/* tx_msg_id runs on: sends kept by a fallback keep their numbers
+	 * and new ones come after them when sends are put back in order
+	 */
 	dev->tx_seq = 0;
-	dev->tx_msg_id = 0;
 	/* the peer's first frame is number 0: a lost first frame is a gap,
 	 * reported like any other, not a silently shorter stream
 	 */
@@ -1800,12 +1805,6 @@ static void odl_login_stale(struct odl_dev *dev)
 	dev->login_gen++;
 }
 
-/*
- * Rings again, with the E2E setting now in force (conn_lock held, not
- * connected). When that fails the device has none: odl_login_work
- * allocates them before it logs in again (with backoff), and nothing
- * connects without them (odl_try_connect).
- */
 /* allocate the rings again (test_realloc_fail: or fail as if out of memory) */
 static int odl_alloc_rings_again(struct odl_dev *dev)
 {
@@ -1817,6 +1816,12 @@ static int odl_alloc_rings_again(struct odl_dev *dev)
 	return -ENOMEM;
 }
 
+/*
+ * Rings again, with the E2E setting now in force (conn_lock held, not
+ * connected). When that fails the device has none: odl_login_work
+ * allocates them before it logs in again (with backoff), and nothing
+ * connects without them (odl_try_connect).
+ */
 static int odl_realloc_rings(struct odl_dev *dev)
 {
 	int ret;

@@ -105,15 +105,16 @@ vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
 wait_for "! vm b pidof odl_xfer" 30
 # no room, and dropping the stale held back messages would not make it:
 # none of them is dropped (a driver that dropped them for nothing loses
-# the first message here). With rx_stall_ms 4 s on b, a sends 1 MiB, waits
-# 6 s, then 14 MiB and 4 MiB, all keyed, for a port of b with no RECV:
-# the last one holds the RX ring until b, seeing that stall, posts the
-# three RECVs
-vm b sh -c 'echo 4000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
+# the first message here). With rx_stall_ms 10 s on b, a sends 1 MiB,
+# waits 12 s, then 14 MiB and 4 MiB, all keyed, for a port of b with no
+# RECV: the last one holds the RX ring until b, seeing that stall, posts
+# the three RECVs (within 10 s, else the 14 MiB one is stale too and both
+# go to make room)
+vm b sh -c 'echo 10000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 dr0=$(odl_stat b drops)
 vm b sh -c "setsid sh -c '/tmp/odl_xfer stallrecv -p 75 -s 1048576,14680064,4194304; echo rc=\$?' > /tmp/stall.log 2>&1 < /dev/null &"
 wait_for "vm b grep -q ready /tmp/stall.log" 30
-out=$("$VMPAIR" exec a --timeout 180 -- /tmp/odl_xfer stallsend -p 76 -q 75 -t 6 -s 1048576,14680064,4194304 2>&1)
+out=$("$VMPAIR" exec a --timeout 180 -- /tmp/odl_xfer stallsend -p 76 -q 75 -t 12 -s 1048576,14680064,4194304 2>&1)
 desc="b: no room even with the stale held back message dropped: none dropped, the new one held the ring, RECVs posted then got all three intact"
 if wait_for "vm b grep -q rc= /tmp/stall.log" 120 >&2 && vm b grep -q rc=0 /tmp/stall.log &&
 	[ "$(odl_stat b drops)" = "$dr0" ]; then

@@ -189,7 +189,7 @@ fi
 
 # --- 5. the allocation fails again: the fallback's resume is given up ---
 for v in a b; do
-	vm $v rmmod odl_tb5 || bail_out "cannot unload odl_tb5 on $v" "$(vm $v sh -c 'dmesg | tail -n 20')"
+	odl_unload $v || bail_out "cannot unload odl_tb5 on $v" "$(vm $v sh -c 'dmesg | tail -n 20')"
 	vm $v dmesg -c >/dev/null
 	odl_load $v e2e=auto tx_wedge_ms=3000 test_realloc_fail=2 || bail_out "cannot load odl_tb5 test_realloc_fail=2 on $v"
 done
@@ -213,7 +213,7 @@ gave_up() { vm "$1" sh -c 'dmesg | grep -E "odl_tb5.*cannot allocate rings"'; }
 gave_up_all() {
 	[ -n "$x" ] || return 1
 	for v in $x; do
-		gave_up $v | grep -q 'cannot allocate rings again: -12; the queued sends failed' &&
+		wait_for "gave_up $v | grep -q 'cannot allocate rings again: -12; the queued sends failed'" 30 &&
 			wait_for "vm $v grep -q 'event status -104 flags 0x2' /tmp/hold.log" 30 || return 1
 	done
 }
@@ -226,6 +226,8 @@ else
 		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 20')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 20')"
 fi
 desc="test_realloc_fail=2: both sides allocated their rings again and logged in; a new transfer a -> b all verified"
+# the stopped receiver's port is free again before the next one binds it
+wait_for "! vm b sh -c 'kill -0 \$(cat /tmp/rx.pid) 2>/dev/null'" 30
 if odl_wait_connected a 120 && odl_wait_connected b 120 &&
 	vm a sh -c 'dmesg | grep -q "rings allocated again"' && vm b sh -c 'dmesg | grep -q "rings allocated again"' &&
 	xfer_bounded 900 && [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
@@ -236,6 +238,7 @@ else
 		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 20')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 20')"
 fi
 
+for v in a b; do vm $v sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'; done
 out=$(for v in a b; do vm $v sh -c 'dmesg | grep -E "WARNING:|Oops|BUG:|general protection|Call Trace"'; done)
 if [ -z "$out" ]; then
 	ok "no WARN, oops or BUG on either host"

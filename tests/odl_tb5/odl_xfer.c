@@ -1032,8 +1032,8 @@ static int cmd_stallrecv(void)
 	uint64_t slot = max_size(), stalls;
 	double end;
 	uint32_t k, got = 0;
+	int bad = 0, seen[3] = { 0 };
 	struct chan c;
-	int bad = 0;
 
 	if (nsizes != 3)
 		return 2;
@@ -1057,7 +1057,7 @@ static int cmd_stallrecv(void)
 		struct odl_tb5_completion e = next_comp(&c);
 
 		k = (uint32_t)e.cookie;
-		if (e.type != ODL_TB5_COMP_RECV || k > 2) {
+		if (e.type != ODL_TB5_COMP_RECV || k > 2 || seen[k]++) {
 			fprintf(stderr, "unexpected completion type %u cookie %llu status %d\n",
 				e.type, (unsigned long long)e.cookie, e.status);
 			return 1;
