@@ -1464,16 +1464,18 @@ static void odl_requeue_sends(struct odl_dev *dev)
  * A fallback's resume ends without a connection (the rings could not be
  * had again, the paths not enabled, the peer logged out): the sends it
  * kept fail, in the order they were queued, and the files hear the
- * LINK_DOWN the fallback had kept from them (dev->lock held).
+ * LINK_DOWN the fallback had kept from them (dev->lock held). True if
+ * there was such a resume.
  */
-static void odl_resume_abort(struct odl_dev *dev)
+static bool odl_resume_abort(struct odl_dev *dev)
 {
 	if (!dev->resuming)
-		return;
+		return false;
 	dev->resuming = false;
 	odl_requeue_sends(dev);
 	odl_fail_txq(dev, -ECONNRESET);
 	odl_event_all(dev, -ECONNRESET, ODL_TB5_CF_LINK_DOWN);
+	return true;
 }
 
 /* conn_lock held */
@@ -2011,18 +2013,17 @@ static void odl_login_work(struct work_struct *work)
 	if (!dev->tx_ring) {
 		ret = odl_alloc_rings_again(dev);
 		if (ret) {
-			bool resuming;
+			bool aborted;
 
 			/* more than a passing shortage: queued SENDs fail
 			 * (the files hear LINK_DOWN), allocation goes on
 			 */
 			spin_lock(&dev->lock);
-			resuming = dev->resuming;
-			odl_resume_abort(dev);
+			aborted = odl_resume_abort(dev);
 			spin_unlock(&dev->lock);
 			dev_err_ratelimited(&dev->svc->dev,
 					    "cannot allocate rings again: %d%s\n",
-					    ret, resuming ?
+					    ret, aborted ?
 					    "; the queued sends failed" : "");
 			queue_delayed_work(system_long_wq, &dev->login_work,
 					   odl_login_backoff(dev));

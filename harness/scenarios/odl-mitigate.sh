@@ -43,11 +43,16 @@ SIZES=1048576
 mit() { vm "$1" cat $SYS/mitigations 2>&1; }
 mit_key() { mit "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
-# xfer_bounded NAME SECS: odl_xfer a -> b (ports 7 -> 9), the receiver on
-# b in the background (its PID in /tmp/rx.pid); sets XFER_RC and XFER_OUT
+# start_rx: the receiver of N x SIZES on b, port 9 from a's port 7, in the
+# background (its PID in /tmp/rx.pid, its output in /tmp/rx.9)
+start_rx() {
+	vm b sh -c "rm -f /tmp/rx.9; setsid /tmp/odl_xfer recv -p 9 -q 7 -n $N -s $SIZES > /tmp/rx.9 2>&1 < /dev/null & echo \$! > /tmp/rx.pid"
+}
+# xfer_bounded SECS: odl_xfer a -> b (ports 7 -> 9), the receiver from
+# start_rx once it is ready; sets XFER_RC and XFER_OUT
 xfer_bounded() {
 	local secs=$1
-	vm b sh -c "rm -f /tmp/rx.9; setsid /tmp/odl_xfer recv -p 9 -q 7 -n $N -s $SIZES > /tmp/rx.9 2>&1 < /dev/null & echo \$! > /tmp/rx.pid" || return 1
+	start_rx || return 1
 	wait_for "vm b grep -q ready /tmp/rx.9" 30 || return 1
 	XFER_OUT=$("$VMPAIR" exec a --timeout "$secs" -- /tmp/odl_xfer send -p 7 -q 9 -n $N -s $SIZES 2>&1)
 	XFER_RC=$?
@@ -195,7 +200,7 @@ for v in a b; do
 done
 odl_wait_connected a 120 && odl_wait_connected b 120 || bail_out "test_realloc_fail=2: no odl_tb5 login"
 N=40 SIZES=1048576
-vm b sh -c "rm -f /tmp/rx.9; setsid /tmp/odl_xfer recv -p 9 -q 7 -n $N -s $SIZES > /tmp/rx.9 2>&1 < /dev/null & echo \$! > /tmp/rx.pid"
+start_rx || bail_out "test_realloc_fail=2: cannot start the receiver on b"
 # a file on each side that only holds a port: it hears every EVENT
 for v in a b; do
 	vm $v sh -c "setsid /tmp/odl_xfer hold -p 60 -t 900 > /tmp/hold.log 2>&1 < /dev/null &"

@@ -156,13 +156,21 @@ static int cmd_info(void)
 	return 0;
 }
 
+/* the device's counters (GET_STATS) into *st */
+static void read_stats(int fd, struct odl_tb5_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, st))
+		die("GET_STATS");
+}
+
 static int cmd_stats(void)
 {
-	struct odl_tb5_stats st = { .size = sizeof(st) };
+	struct odl_tb5_stats st;
 	int fd = open_dev();
 
-	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
-		die("GET_STATS");
+	read_stats(fd, &st);
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
 	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu rx_cancelled=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
@@ -1020,10 +1028,9 @@ static int cmd_kcsend(void)
  */
 static uint64_t get_stat_rx_stalls(int fd)
 {
-	struct odl_tb5_stats st = { .size = sizeof(st) };
+	struct odl_tb5_stats st;
 
-	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, &st))
-		die("GET_STATS");
+	read_stats(fd, &st);
 	return st.rx_stalls;
 }
 
