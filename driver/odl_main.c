@@ -910,9 +910,9 @@ static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
 	       !odl_pending_room(dev, msg_len);
 }
 
-/* Process one RX frame (dev->lock held). Returns true, having changed
- * nothing, when the frame starts a message that must wait for a RECV
- * (never with @force).
+/* Process one RX frame (dev->lock held). Returns true when the frame
+ * starts a message that must wait for a RECV (never with @force), having
+ * changed nothing but failed the message it cut short, if any.
  */
 static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 			 bool force)
@@ -967,10 +967,24 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	    seq - dev->rx.expect_seq >= ODL_SEQ_WINDOW)
 		goto bad;
 
-	/* held even right after a gap: the gap is handled when it is
-	 * processed, and the message behind it need not be lost as well
+	/* A new message while another is under way: that one's end was
+	 * lost (the sequence gap, if any, is its own) or cut short. It
+	 * fails now, before this frame is held or taken, so its RECV does
+	 * not wait out a hold, nor does its error take a RECV this frame
+	 * was found to have.
 	 */
-	if (!force && !dev->rx.active && !off &&
+	if (!off && dev->rx.active) {
+		dev->stats.seq_errors++;
+		odl_rx_abort(dev, -EPROTO, false);
+		dev->rx.seq_alt_valid = false;
+		if (!seq_ok)
+			dev->rx.expect_seq = seq;
+		seq_ok = true;
+	}
+	/* held even right after a gap: the message behind it need not be
+	 * lost as well
+	 */
+	if (!force && !off &&
 	    odl_rx_must_wait(dev, dst, msg_len, key)) {
 		/* held, not processed: counted when it is (replay) */
 		dev->stats.rx_frames--;
@@ -1186,9 +1200,15 @@ static void odl_rx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	if (dev->connected && fr->frame.eof == ODL_PDF_CREDIT) {
 		/* never held: credits must pass held data frames */
 		odl_rx_credit_frame(dev, fr);
-	} else if (dev->connected &&
-		   (!list_empty(&dev->rx_held) ||
-		    odl_rx_frame(dev, fr, false))) {
+	} else if (dev->connected && !list_empty(&dev->rx_held)) {
+		/* behind held frames: a stall's replay takes it, or the
+		 * replay work under way (its lock dropped while it stages)
+		 * does; it is no new wait
+		 */
+		list_add_tail(&fr->list, &dev->rx_held);
+		spin_unlock(&dev->lock);
+		return;
+	} else if (dev->connected && odl_rx_frame(dev, fr, false)) {
 		list_add_tail(&fr->list, &dev->rx_held);
 		odl_rx_stall(dev, false);
 		spin_unlock(&dev->lock);
@@ -1490,6 +1510,10 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 	dev->connected = false;
 	dev->paths_up = false;
 	dev->tx_ready = false;
+	/* no RECV or unbind kicks the replay work again once it is
+	 * cancelled below (RX itself stops at !connected)
+	 */
+	dev->rx_stalled = false;
 	resuming = dev->resuming;
 	spin_unlock(&dev->lock);
 	cancel_delayed_work_sync(&dev->watchdog);
@@ -1626,12 +1650,23 @@ static void odl_try_connect(struct odl_dev *dev)
 			ret);
 		spin_lock(&dev->lock);
 		dev->connected = false;
-		odl_resume_abort(dev);
+		dev->rx_stalled = false;
 		spin_unlock(&dev->lock);
 		tb_ring_stop(dev->rx_ring);
 		tb_ring_stop(dev->tx_ring);
 		tb_xdomain_release_in_hopid(dev->xd, dev->remote_transmit_path);
 		dev->in_hopid_held = false;
+		cancel_delayed_work_sync(&dev->rx_replay);
+		spin_lock(&dev->lock);
+		/* as after a disconnect: nothing of this attempt stays */
+		INIT_LIST_HEAD(&dev->rx_held);
+		odl_rx_abort(dev, -ECONNRESET, false);
+		/* a resume ends here; else the SENDs taken since connected
+		 * was set fail (no LINK_UP was sent for this attempt)
+		 */
+		if (!odl_resume_abort(dev))
+			odl_fail_txq(dev, -ECONNRESET);
+		spin_unlock(&dev->lock);
 		return;
 	}
 

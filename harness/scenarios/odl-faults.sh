@@ -8,9 +8,12 @@
 # A whole one-frame message dropped (no frame of it arrives, the driver's
 # EVENT with ODL_TB5_CF_MSG_LOST) is reported by the library as a lost
 # message (poll -EBADMSG), never as the next message in its place.
+# A message that starts right after a gap (the one before lost its last
+# frame) and finds no RECV and no room holds the RX ring for its RECV like
+# any other (odl_xfer stallsend / stallrecv -f): not dropped.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 11
+tap_plan 12
 tap_timeout 1500
 odl_setup
 hop=$(odl_data_hop a)
@@ -62,6 +65,39 @@ d1=$(echo "$FAULT_ST1" | sed -n 's/.*seq_errors=\([0-9]*\).*/\1/p')
 	ok "b counted the sequence gap of the lost message" "$FAULT_ST" ||
 	not_ok "b counted the sequence gap of the lost message" "$FAULT_ST"
 fault_run "5 frames corrupted (every 700th)" "corrupt hop=$hop dir=a2b every=700 count=5" "I/O error"
+"$VMPAIR" cable fault clear >/dev/null
+
+# a message right after a gap waits for its RECV like any other: a sends
+# 14 MiB, 1 MiB and 4 MiB (keyed) to a port of b with no RECV posted; the
+# cable drops the 1 MiB message's last frame, so the 4 MiB one starts
+# while that one is still being received. The 14 MiB one is held back, the
+# 4 MiB one does not fit beside it (16 MiB room): it holds the RX ring
+# (rx_stalls) until b posts the three RECVs, then arrives intact and the
+# 1 MiB one fails (-EPROTO). A driver that only held messages when none was
+# under way drops it at once (drops, a lost-message event) and never holds
+# (the cable counts every frame a sends on the HopID: unless a's RX ring
+# gives software credits, a sends no credit frames among the data)
+frames() { echo $((($1 + 4063) / 4064)); }	# 4064 payload bytes a frame
+S3=14680064,1048576,4194304
+dr0=$(odl_stat b drops)
+vm b sh -c "setsid sh -c '/tmp/odl_xfer stallrecv -p 75 -f 1 -s $S3; echo rc=\$?' > /tmp/gap.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/gap.log" 30
+f=$(( $(frames 14680064) + $(frames 1048576) ))
+"$VMPAIR" cable fault "drop hop=$hop dir=a2b nth=$f count=1" >/dev/null || bail_out "cable fault drop nth=$f failed"
+out=$("$VMPAIR" exec a --timeout 180 -- /tmp/odl_xfer stallsend -p 76 -q 75 -t 1 -s $S3 2>&1)
+desc="the message after a gap (frame $f dropped) held the RX ring for its RECV, not dropped: it arrived intact, the cut one failed"
+flow=$(odl_flow a)
+if [ "$flow" != sw-credits ] && wait_for "vm b grep -q rc= /tmp/gap.log" 150 >&2 && vm b grep -q rc=0 /tmp/gap.log &&
+	[ "$(odl_stat b drops)" = "$dr0" ]; then
+	ok "$desc" "$(vm b cat /tmp/gap.log)" "a: $out" "$("$VMPAIR" cable fault list)"
+else
+	not_ok "$desc" "a's flow control: $flow (the frame count needs a without software credits)" \
+		"before: drops=$dr0" "after: $(vm b /tmp/odl_xfer stats 2>&1)" \
+		"b: $(vm b cat /tmp/gap.log 2>&1)" "a: $out" "$("$VMPAIR" cable fault list)" \
+		"$(vm b dmesg | tail -n 20)"
+fi
+vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
+wait_for "! vm b pidof odl_xfer" 30
 "$VMPAIR" cable fault clear >/dev/null
 odl_cli_run "after the faults: 256 x 1 MiB verified" 900 \
 	--test bandwidth --size 1M --iterations 256 --timeout 60000

@@ -1025,7 +1025,13 @@ static int cmd_kcsend(void)
  * stall it posts the three RECVs and must get every message intact and no
  * lost-message event. A driver that dropped the stale one for nothing
  * loses the first message.
+ * With -f K stallrecv expects message K to fail instead (its RECV completes
+ * with an error status, no bytes) and the others intact: the sender's
+ * cable dropped K's last frame, so the message after it starts while K is
+ * still being received (odl-faults).
  */
+static int stall_fail = -1;	/* -f */
+
 static uint64_t get_stat_rx_stalls(int fd)
 {
 	struct odl_tb5_stats st;
@@ -1069,7 +1075,16 @@ static int cmd_stallrecv(void)
 				e.type, (unsigned long long)e.cookie, e.status);
 			return 1;
 		}
-		if (e.status || e.length != sizes[k] || check(buf_ptr(&c, 1 + k), sizes[k], k)) {
+		if ((int)k == stall_fail) {
+			if (!e.status || e.length) {
+				fprintf(stderr, "message %u: status %d length %llu, not failed\n",
+					k, e.status, (unsigned long long)e.length);
+				bad++;
+			} else {
+				printf("message %u failed: status %d\n", k, e.status);
+			}
+		} else if (e.status || e.length != sizes[k] ||
+			   check(buf_ptr(&c, 1 + k), sizes[k], k)) {
 			fprintf(stderr, "message %u: status %d length %llu\n", k, e.status,
 				(unsigned long long)e.length);
 			bad++;
@@ -1972,7 +1987,7 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[1];
 	optind = 2;
-	while ((o = getopt(argc, argv, "DNUE:d:g:p:q:n:s:S:t:")) != -1) {
+	while ((o = getopt(argc, argv, "DNUE:d:f:g:p:q:n:s:S:t:")) != -1) {
 		switch (o) {
 		case 'E':
 			if (strcmp(optarg, "odl") && strcmp(optarg, "udmabuf") && strcmp(optarg, "heap")) {
@@ -1983,6 +1998,14 @@ int main(int argc, char **argv)
 			break;
 		case 'N': no_urgent = 1; break;
 		case 'g': go_file = optarg; break;
+		case 'f':
+			stall_fail = (optarg[0] >= '0' && optarg[0] <= '2' && !optarg[1]) ?
+				     optarg[0] - '0' : -1;
+			if (stall_fail < 0) {
+				fprintf(stderr, "odl_xfer: -f 0..2 (the message stallrecv expects to fail)\n");
+				return 2;
+			}
+			break;
 		case 'D': use_dmabuf = 1; break;
 		case 'U': use_dmabuf = use_memreg = 1; break;
 		case 'd': devpath = optarg; break;
