@@ -1087,8 +1087,22 @@ static void dmabuf_sync(const struct odlp_mr *mr, uint64_t flags)
 		WARN("DMA_BUF_IOCTL_SYNC on a registration's DMA-buf: %s", strerror(errno));
 }
 
-/* Send one staged message (urgent: ahead of queued bulk data); false if
- * the library queue is full or failed.
+/*
+ * Control messages sent urgent, ahead of the bulk data queued on the
+ * device: a CTS (it lets the peer send), PING and PONG; and the ACK of an
+ * accept, which a CTS of the new comm must not pass (urgent messages keep
+ * their order among themselves; a CTS for a comm the peer has not seen
+ * accepted is dropped there, and its send would wait for good).
+ */
+static bool ctrl_urgent(const struct odlp_dev *d, uint8_t type)
+{
+	if (type == M_PING || type == M_PONG)
+		return true;
+	return d->urgent_cts && (type == M_CTS || type == M_ACK);
+}
+
+/* Send one staged message (urgent: ahead of queued bulk data, where the
+ * device can); false if the library queue is full or failed.
  */
 static bool tx_slot_send(struct odlp_dev *d, uint32_t dport, uint32_t slot, uint64_t len,
 			 bool urgent)
@@ -1098,11 +1112,8 @@ static bool tx_slot_send(struct odlp_dev *d, uint32_t dport, uint32_t slot, uint
 	urgent = urgent && len <= ODL_TB5_URGENT_MAX && (d->info.features & ODL_TB5_FEAT_URGENT);
 	rc = odl_tb5_send_to(d->h, dport, d->tx_id, (uint64_t)slot * d->slot, len, 0, slot,
 			     ODL_TB5_F_NONBLOCK | (urgent ? ODL_TB5_F_URGENT : 0));
-	if (rc == 0) {
-		if (urgent)
-			STAT_ADD(cts_urgent, 1);
+	if (rc == 0)
 		return true;
-	}
 	d->tx_free[d->ntx_free++] = slot;
 	if (rc != -EAGAIN)
 		mark_dead(d, rc);
@@ -1123,12 +1134,12 @@ static void tx_pump_slots(struct odlp_dev *d)
 			p = d->tx_base + (uint64_t)slot * d->slot;
 			memcpy(p, &m->h, sizeof(m->h));
 			memcpy(p + sizeof(m->h), m->payload, m->h.len);
-			/* a CTS lets the peer send: it must not wait behind
-			 * the bulk data this side has queued */
 			if (!tx_slot_send(d, m->dport, slot, sizeof(m->h) + m->h.len,
-					  (d->urgent_cts && m->h.type == M_CTS) ||
-						  m->h.type == M_PING || m->h.type == M_PONG))
+					  ctrl_urgent(d, m->h.type)))
 				return;
+			if (m->h.type == M_CTS && ctrl_urgent(d, M_CTS) &&
+			    (d->info.features & ODL_TB5_FEAT_URGENT))
+				STAT_ADD(cts_urgent, 1);
 			cq_pop(d);
 			continue;
 		}
@@ -2183,7 +2194,9 @@ __attribute__((destructor)) static void plugin_fini(void)
 	 * parent's devices and statistics slot but has none of its threads
 	 * (joining them would hang, and a lock held at the fork stays held):
 	 * it leaves everything alone */
-	if (g_init_pid && getpid() != g_init_pid)
+	pid_t ipid = __atomic_load_n(&g_init_pid, __ATOMIC_ACQUIRE);
+
+	if (ipid && getpid() != ipid)
 		return;
 	pthread_mutex_lock(&g_mu);
 	plugin_down_locked();
@@ -2213,13 +2226,25 @@ static ncclResult_t core_init(ncclDebugLogger_t logger)
 	char specs[1024];
 	const char *e;
 
+	/* a child forked after init has the parent's devices and none of
+	 * its threads, and a lock held at the fork stays held: it must exec
+	 * and initialise anew (checked before any lock is taken) */
+	pid_t ipid = __atomic_load_n(&g_init_pid, __ATOMIC_ACQUIRE);
+
+	if (ipid && ipid != getpid()) {
+		if (logger)
+			g_log = logger;
+		WARN("init in a process forked from one that ran init (pid %d): not supported, exec and initialise anew",
+		     (int)ipid);
+		return ncclInvalidUsage;
+	}
 	pthread_mutex_lock(&g_mu);
 	if (logger)
 		g_log = logger;
 	if (g_inited)
 		goto out;
 	g_instance = rnd64();
-	g_init_pid = getpid();
+	__atomic_store_n(&g_init_pid, getpid(), __ATOMIC_RELEASE);
 	g_port = (uint32_t)env_long("ODL_TB5_RCCL_PORT", 0, 0, ODL_TB5_MAX_PORT);
 	g_test_wait_us = env_long("ODL_TB5_RCCL_TEST_WAIT_US", DEFAULT_TEST_WAIT_US, 0, 100000);
 	g_test_connect_step = (int)env_long("ODL_TB5_RCCL_TEST_CONNECT_STEP", 0, 0, 1);

@@ -1391,7 +1391,8 @@ static void t_quiet_wait(void *s, void *r)
  * A child forked after init that leaves by exit() runs the plugin's
  * destructor: it must return at once (the child has none of the progress
  * threads) and leave the parent's state alone, its statistics slot (the
- * liveness lock the child shares) included.
+ * liveness lock the child shares) included. Its init fails at once
+ * (ncclInvalidUsage) instead of reporting the parent's devices as its own.
  */
 static void t_fork_exit(void)
 {
@@ -1408,7 +1409,7 @@ static void t_fork_exit(void)
 	pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0)
-		exit(0);
+		exit(n_init(NULL) == ncclInvalidUsage ? 0 : 3);
 	t0 = now_s();
 	while (waitpid(pid, &st, WNOHANG) == 0) {
 		if (now_s() - t0 > 20) {
@@ -1417,7 +1418,8 @@ static void t_fork_exit(void)
 		}
 		sleep_ms(5);
 	}
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork: the child ended with status %#x", st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "fork: the child ended with status %#x (3: its init did not fail with ncclInvalidUsage)", st);
 	barrier(); /* both ranks' children are gone */
 	if (fd >= 0) {
 		l1 = odl_tb5_rccl_stats_live(fd);
@@ -1425,7 +1427,7 @@ static void t_fork_exit(void)
 		CHECK(l0 >= 1 && l1 == l0, "fork: %d plugin processes alive by the statistics before the children's exit, %d after",
 		      l0, l1);
 	}
-	pass("a child forked after init leaves by exit() at once, the parent's plugin and statistics slot untouched");
+	pass("a child forked after init: its init fails (ncclInvalidUsage), its exit() returns at once, the parent's plugin and statistics slot untouched");
 }
 
 static void t_sizes(void *s, void *r)

@@ -738,6 +738,19 @@ START_TEST(t_fuzz_peer)
 }
 END_TEST
 
+/* h (room for one entry after it): a CTS of one receive from the peer's
+ * comm 20 on port 7 to comm sc */
+static void cts_from_20(struct wire_hdr *h, const struct odlp_comm *sc)
+{
+	h->magic = WIRE_MAGIC;
+	h->type = M_CTS;
+	h->sport = 7;
+	h->dst = sc->id;
+	h->src = 20;
+	h->idx = 1;
+	h->len = sizeof(struct wire_cts_ent);
+}
+
 /* CTSs beyond the ring's room fail the comm instead of overwriting entries */
 START_TEST(t_cts_ring_bounded)
 {
@@ -749,13 +762,7 @@ START_TEST(t_cts_ring_bounded)
 	sc->peer_port = 7;
 	sc->peer_id = 20;
 	sc->state = S_READY;
-	h->magic = WIRE_MAGIC;
-	h->type = M_CTS;
-	h->sport = 7;
-	h->dst = sc->id;
-	h->src = 20;
-	h->idx = 1;
-	h->len = sizeof(struct wire_cts_ent);
+	cts_from_20(h, sc);
 	for (int i = 0; i < CTS_RING; i++) {
 		h->seq = (uint32_t)i;
 		handle_msg(&td, buf, sizeof(buf), 1);
@@ -770,6 +777,42 @@ START_TEST(t_cts_ring_bounded)
 	ck_assert_int_eq(t_warns, 1);
 	/* the entries there are untouched: the first is still the first */
 	ck_assert_uint_eq(sc->cts[sc->cts_head].seq, 0);
+}
+END_TEST
+
+/* A CTS for a send comm whose ACK has not come is dropped (the comm may
+ * be one given up locally), so the ACK of an accept must leave at least
+ * as urgently as the new comm's CTS: urgent messages keep their order,
+ * but pass plain ones queued behind bulk data. An ACK sent plain while
+ * the CTS went urgent could be passed, and that connect's first send
+ * waited for good. */
+START_TEST(t_ack_not_passed_by_cts)
+{
+	struct odlp_comm *sc = new_comm(&td, K_SEND);
+	char buf[sizeof(struct wire_hdr) + sizeof(struct wire_cts_ent)] = { 0 };
+	struct wire_hdr *h = (struct wire_hdr *)buf;
+	bool saved = td.urgent_cts;
+
+	ck_assert_ptr_nonnull(sc);
+	sc->peer_port = 7;
+	sc->state = S_PENDING;
+	cts_from_20(h, sc);
+	handle_msg(&td, buf, sizeof(buf), 1);
+	ck_assert_int_eq(sc->cts_count, 0); /* before the ACK: dropped */
+	peer_says(M_ACK, 7, sc->id, 20, 0, 99);
+	ck_assert_int_eq(sc->state, S_READY);
+	handle_msg(&td, buf, sizeof(buf), 1);
+	ck_assert_int_eq(sc->cts_count, 1);
+	/* so the ACK is urgent whenever the CTS is */
+	for (int u = 0; u <= 1; u++) {
+		td.urgent_cts = u;
+		ck_assert(ctrl_urgent(&td, M_ACK) == ctrl_urgent(&td, M_CTS));
+		ck_assert(ctrl_urgent(&td, M_CTS) == (u == 1));
+		ck_assert(ctrl_urgent(&td, M_PING) && ctrl_urgent(&td, M_PONG));
+		/* data and the end of a comm stay in line behind it */
+		ck_assert(!ctrl_urgent(&td, M_DATA) && !ctrl_urgent(&td, M_CLOSE));
+	}
+	td.urgent_cts = saved;
 }
 END_TEST
 
@@ -1017,6 +1060,7 @@ int main(void)
 	tcase_add_test(tc, t_busy_poll_choice);
 	tcase_add_test(tc, t_rail_parts);
 	tcase_add_test(tc, t_cts_ring_bounded);
+	tcase_add_test(tc, t_ack_not_passed_by_cts);
 	tcase_add_test(tc, t_connect_peer_closed);
 	tcase_add_test(tc, t_ack_unknown_answered);
 	tcase_add_test(tc, t_connect_abandon);
