@@ -538,11 +538,16 @@ ODL_EXPORT int odl_tb5_send_to(odl_tb5_t *h, uint32_t dst_port, uint32_t id,
 		r = -EINVAL;
 	if (!r && (flags & ODL_TB5_F_URGENT) && len > ODL_TB5_URGENT_MAX)
 		r = -EMSGSIZE;
-	if (!r)
+	/* counted before: the backend drops the lock while it waits for
+	 * room, and the buffer must not be freed meanwhile
+	 */
+	if (!r) {
+		h->bufs[id].users++;
 		r = h->be->send(h, dst_port ? dst_port : h->port, id, off, len,
 				key, cookie, flags);
-	if (!r)
-		h->bufs[id].users++;
+		if (r)
+			h->bufs[id].users--;
+	}
 	count_err(h, r);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
@@ -571,10 +576,12 @@ ODL_EXPORT int odl_tb5_post_recv_key(odl_tb5_t *h, uint32_t id, uint64_t off,
 		return fail(EINVAL);
 	pthread_mutex_lock(&h->lock);
 	r = (flags & ODL_TB5_F_URGENT) ? -EINVAL : check_op(h, id, off, cap, flags);
-	if (!r)
+	if (!r) {
+		h->bufs[id].users++;	/* before: as in odl_tb5_send_to */
 		r = h->be->post_recv(h, id, off, cap, key, cookie, flags);
-	if (!r)
-		h->bufs[id].users++;
+		if (r)
+			h->bufs[id].users--;
+	}
 	count_err(h, r);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);

@@ -585,6 +585,8 @@ static struct shm_staged **stage_tail(struct shm_priv *p)
 	return t;
 }
 
+static bool staged_take(struct odl_tb5 *h, const struct shm_op *o);
+
 /*
  * Where the message with header mh goes: false = nowhere yet (no unkeyed
  * receive posted; or a keyed one without its receive and no room to hold
@@ -689,11 +691,20 @@ static int rx_progress(struct odl_tb5 *h)
 		if (p->in_drop) {
 			/* nothing to complete */
 		} else if (p->in_stage) {
+			int i = kq_find(p, p->stage_buf->key);
+
 			p->stage_buf->next = NULL;
 			*stage_tail(p) = p->stage_buf;
 			p->stage_buf = NULL;
 			p->staged_n++;
 			p->staged_bytes += p->in_len;
+			/* its receive was posted while it arrived aside */
+			if (i >= 0) {
+				struct shm_op ko;
+
+				kq_take(p, i, &ko);
+				staged_take(h, &ko);
+			}
 		} else {
 			cq_push(h, ODL_TB5_OP_RECV, o,
 				p->in_discard ? -EMSGSIZE : 0, p->in_len);
@@ -1055,6 +1066,10 @@ static int try_attach(struct odl_tb5 *h, int want, uint64_t R)
 			r = -EPROTO;	/* not ours, or a newer layout in use */
 			goto out_unmap;
 		}
+		/* from the size checked, not read again from the segment a
+		 * peer can write
+		 */
+		R = ((uint64_t)st.st_size - SHM_DATA_OFF) / 2;
 	}
 	for (i = 0; i < 2 && side < 0; i++) {
 		int s = want >= 0 ? want : i;
@@ -1087,7 +1102,7 @@ static int try_attach(struct odl_tb5 *h, int want, uint64_t R)
 	}
 	p->me = side;
 	p->peer = !side;
-	p->R = p->seg->ring_bytes;
+	p->R = R;
 	p->ring[0] = (uint8_t *)p->seg + SHM_DATA_OFF;
 	p->ring[1] = p->ring[0] + p->R;
 	p->tx_pos = atomic_load(&p->seg->prod[side].v);
@@ -1422,6 +1437,15 @@ static int shm_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
 	r = wait_space(h, r, flags, cond_rx_space);
 	if (r < 0)
 		return r;
+	/* a wait dropped the lock: the message may have come aside, or
+	 * another thread posted the key, meanwhile
+	 */
+	if (key && (kq_find(p, key) >= 0 || (filling_keyed(p) && p->cur.key == key)))
+		return -EEXIST;
+	if (key && staged_take(h, &o)) {
+		p->rx_unreaped++;
+		return 0;
+	}
 	p->rx_unreaped++;
 	if (key) {
 		uint32_t *slot = cancelled_slot(p, key);

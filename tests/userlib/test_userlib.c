@@ -1761,6 +1761,141 @@ static int urgent_sender(const char *name, void *arg)
 	return 0;
 }
 
+
+/*
+ * A keyed receive posted while its message is arriving aside (held back,
+ * no receive posted when it began, more than the ring holds): it gets the
+ * message once the rest has come. The sender writes what fits of 256 KiB
+ * into a 64 KiB ring, says so through a pipe and waits until the receiver
+ * has read that much aside and posted the receive.
+ */
+#define KS_LEN (256u << 10)
+struct ks_pipes {
+	int sent[2];	/* sender -> receiver: the first part is in the ring */
+	int posted[2];	/* receiver -> sender: the receive is posted */
+};
+
+static int ks_sender(const char *name, void *arg)
+{
+	struct ks_pipes *kp = arg;
+	struct odl_tb5_open_opts o;
+	struct odl_tb5_completion c;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *buf;
+	char x = 1;
+
+	odl_tb5_open_opts_init(&o);
+	o.ring_bytes = 64 << 10;
+	h = xopen(spec(name, 'a'), &o);
+	if (!h || odl_tb5_buf_alloc(h, KS_LEN, ODL_TB5_BUF_SEND, &id, (void **)&buf))
+		return 10;
+	if (odl_tb5_wait_peer(h, 10000))
+		return 11;
+	fill(buf, KS_LEN, 9);
+	if (odl_tb5_send_key(h, id, 0, KS_LEN, 7, 1, 0))
+		return 12;
+	if (write(kp->sent[1], &x, 1) != 1 || read(kp->posted[0], &x, 1) != 1)
+		return 13;
+	if (poll1(h, &c, 20000) != 1 || c.status || c.cookie != 1)
+		return 14;
+	odl_tb5_close(h);
+	return 0;
+}
+
+START_TEST(t_keyed_while_staging)
+{
+	const char *n = newname();
+	struct odl_tb5_open_opts o;
+	struct odl_tb5_completion c;
+	struct ks_pipes kp;
+	odl_tb5_t *h;
+	uint32_t id;
+	uint8_t *buf;
+	char x = 1;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(kp.sent), 0);
+	ck_assert_int_eq(pipe(kp.posted), 0);
+	odl_tb5_open_opts_init(&o);
+	o.ring_bytes = 64 << 10;
+	h = xopen(spec(n, 'b'), &o);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(h, KS_LEN, ODL_TB5_BUF_RECV, &id, (void **)&buf), 0);
+	pid = run_child(ks_sender, n, &kp);
+	ck_assert_int_eq(read(kp.sent[0], &x, 1), 1);
+	/* read what is in the ring aside: no receive for key 7 yet */
+	ck_assert_int_eq(odl_tb5_poll(h, &c, 1, 0, 0), -EAGAIN);
+	ck_assert_int_eq(odl_tb5_post_recv_key(h, id, 0, KS_LEN, 7, 5, 0), 0);
+	ck_assert_int_eq(write(kp.posted[1], &x, 1), 1);
+	ck_assert_int_eq(poll1(h, &c, 10000), 1);
+	ck_assert_uint_eq(c.cookie, 5);
+	ck_assert_int_eq(c.status, 0);
+	ck_assert_uint_eq(c.length, KS_LEN);
+	ck_assert_int_eq(check_fill(buf, KS_LEN, 9), 0);
+	ck_assert_int_eq(child_status(pid), 0);
+	odl_tb5_close(h);
+}
+END_TEST
+
+/*
+ * A buffer named by a send that waits for room (the backend has dropped
+ * the handle's lock) cannot be freed under it: -EBUSY, and once the send
+ * has given up (timeout) the buffer frees.
+ */
+struct fw_arg {
+	odl_tb5_t *h;
+	uint32_t id;
+	int r;
+};
+
+static void *fw_send(void *arg)
+{
+	struct fw_arg *a = arg;
+
+	a->r = odl_tb5_send(a->h, a->id, 0, 64, 99, 0);
+	return NULL;
+}
+
+START_TEST(t_free_while_waiting)
+{
+	const char *n = newname();
+	struct odl_tb5_open_opts o;
+	struct odl_tb5_stats st;
+	struct fw_arg a = { 0 };
+	uint64_t waits, t0;
+	uint32_t id, big;
+	uint8_t *buf, *bb;
+	pthread_t t;
+	int k = 0;
+
+	odl_tb5_open_opts_init(&o);
+	o.timeout_ms = 3000;
+	a.h = xopen(spec(n, 'a'), &o);
+	ck_assert_ptr_nonnull(a.h);
+	ck_assert_int_eq(odl_tb5_buf_alloc(a.h, 4096, ODL_TB5_BUF_SEND, &big, (void **)&bb), 0);
+	ck_assert_int_eq(odl_tb5_buf_alloc(a.h, 4096, ODL_TB5_BUF_SEND, &id, (void **)&buf), 0);
+	/* no peer: sends queue until the queue is full */
+	while (odl_tb5_send(a.h, big, 0, 64, (uint64_t)k, ODL_TB5_F_NONBLOCK) == 0)
+		ck_assert_int_lt(++k, 100000);
+	ck_assert_int_eq(odl_tb5_stats(a.h, &st), 0);
+	waits = st.waits;
+	a.id = id;
+	ck_assert_int_eq(pthread_create(&t, NULL, fw_send, &a), 0);
+	t0 = now_ms();
+	do {
+		ck_assert_int_eq(odl_tb5_stats(a.h, &st), 0);
+		ck_assert_uint_lt(now_ms() - t0, 2500);
+	} while (st.waits == waits);
+	/* the send waits (lock dropped): its buffer is in use */
+	ck_assert_int_eq(odl_tb5_buf_free(a.h, id), -EBUSY);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(a.r, -ETIMEDOUT);
+	ck_assert_int_eq(odl_tb5_buf_free(a.h, id), 0);
+	odl_tb5_close(a.h);
+}
+END_TEST
+
 /* the receiver's view: arrival order of the messages, every byte checked */
 static void urgent_run(int urgent, int *order)
 {
@@ -1878,6 +2013,8 @@ static Suite *userlib_suite(void)
 	tcase_add_test(tc, t_stage_stale);
 	tcase_add_test(tc, t_stage_no_room);
 	tcase_add_test(tc, t_urgent);
+	tcase_add_test(tc, t_keyed_while_staging);
+	tcase_add_test(tc, t_free_while_waiting);
 	suite_add_tcase(s, tc);
 	return s;
 }
