@@ -520,7 +520,8 @@ static void path_write(struct nhi *n, unsigned int a, unsigned int off,
 {
 	uint32_t *d = path_dw(n, a, off);
 	unsigned int hop = off / 2;
-	bool was = n->adp[a].path[hop].dw0 & HOP_VALID;
+	uint32_t old = n->adp[a].path[hop].dw0;
+	bool was = old & HOP_VALID;
 
 	if (off % 2)
 		v &= ~HOP_PENDING;
@@ -529,7 +530,8 @@ static void path_write(struct nhi *n, unsigned int a, unsigned int off,
 		bool now = v & HOP_VALID;
 
 		if (a == ADP_NHI && was && !now) {
-			unsigned int oh = v & 0x7ff;
+			/* the HopID the path had, not what the write left */
+			unsigned int oh = old & 0x7ff;
 
 			/* credits belong to the path and go with it; those
 			 * granted before activation are kept, since the peer

@@ -332,6 +332,30 @@ START_TEST(e2e_sender_stops_and_resumes)
 }
 END_TEST
 
+/* A TX path torn down (valid cleared; Linux keeps the other fields, this
+ * write clears them all) takes its credits along: the same ring on the
+ * same HopID again, now towards a receiver without E2E, is not held to
+ * the old path's grants (the model cleared the HopID the write left, 0,
+ * and the next path wedged once the stale credits ran out). */
+START_TEST(e2e_credits_go_with_the_path)
+{
+	struct odl_link_credit c = { .hopid = 8, .credits = 2 };
+	uint32_t zero = 0;
+
+	h_path_tx(1, 8);
+	h_tx_start(1, TXD, 16, 0);
+	h_cable(ODL_LINK_CREDIT, &c, sizeof(c));
+	ck_assert_uint_eq(st()->credits_rcvd, 2);
+	ck_assert(h_cfg_write(0, 3, 2 * 1, &zero, 1));
+	h_path_tx(1, 8);
+	h_clear_records();
+	for (unsigned int i = 0; i < 3; i++)
+		post_tx(1, i, 64, (uint8_t)(0x20 + i));
+	ck_assert_uint_eq(h_msgs_of(ODL_LINK_DATA), 3);
+	ck_assert_uint_eq(h_rd(R_TX(1) + 8), 3u << 16 | 3);
+}
+END_TEST
+
 /*
  * A sender is not credit-controlled until its first grant arrives; a frame
  * it sent in that window and that landed after the receiver's accounting
@@ -606,6 +630,7 @@ Suite *suite_data(void)
 	tcase_add_test(tc, e2e_no_credits_for_plain_ring);
 	tcase_add_test(tc, e2e_ring_after_path);
 	tcase_add_test(tc, e2e_sender_stops_and_resumes);
+	tcase_add_test(tc, e2e_credits_go_with_the_path);
 	tcase_add_test(tc, no_credit_messages_means_unlimited);
 	tcase_add_test(tc, rings_describe_shows_stall_and_credits);
 	tcase_add_test(tc, e2e_frames_beyond_grants_written_off);
