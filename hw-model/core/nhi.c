@@ -186,6 +186,7 @@ static void ring_reset_indices(struct nhi_ring *r)
 	r->drv = 0;
 	r->credits_granted = 0;
 	r->credits_used = 0;
+	r->credit_sync_due = true;
 	r->faulted = false;
 	r->credit_msgs = 0;
 	r->lp_until = 0;
@@ -697,11 +698,13 @@ void nhi_e2e_update(struct nhi *n, unsigned int ri)
 	if (grant > 0xffff)
 		grant = 0xffff;
 	c.hopid = (uint16_t)hop;
-	if (r->credits_granted == 0) {
+	if (r->credit_sync_due) {
 		/* the first grant since this ring's accounting restarted
-		 * (ring or path set up again, link retrained): a credit sync
-		 * (0 credits) first, so that the sender drops what an earlier
-		 * ring or path granted it; docs/link-protocol.md */
+		 * (ring or path set up again, link retrained), even when
+		 * frames on old grants were written off meanwhile: a credit
+		 * sync (0 credits) first, so that the sender drops what an
+		 * earlier ring or path granted it; docs/link-protocol.md */
+		r->credit_sync_due = false;
 		c.credits = 0;
 		n->st.credit_syncs++;
 		nhi_log(n, NHI_LOG_TRACE, "E2E: credit sync on HopID %d (RX ring %u)",

@@ -161,6 +161,7 @@ struct nhi_ring {
 	unsigned int held_count;
 	/* RX E2E credit bookkeeping towards the peer */
 	uint32_t credits_granted, credits_used;
+	bool credit_sync_due;	/* accounting restarted: sync before a grant */
 	bool faulted;
 	/* quirks */
 	unsigned int e2e_seq;      /* RX: order in which E2E was enabled */

@@ -310,6 +310,7 @@ static void credits_reset(struct nhi *n)
 	for (unsigned int i = 0; i < NHI_MAX_HOPS; i++) {
 		n->rx[i].credits_granted = 0;
 		n->rx[i].credits_used = 0;
+		n->rx[i].credit_sync_due = true;
 	}
 }
 
@@ -546,6 +547,7 @@ static void path_write(struct nhi *n, unsigned int a, unsigned int off,
 			    ring < NHI_MAX_HOPS) {
 				n->rx[ring].credits_granted = 0;
 				n->rx[ring].credits_used = 0;
+				n->rx[ring].credit_sync_due = true;
 				nhi_e2e_update(n, ring);
 			}
 		}

@@ -391,6 +391,47 @@ START_TEST(e2e_frames_beyond_grants_written_off)
 }
 END_TEST
 
+/*
+ * The ring restarted while the sender still held grants of the old one:
+ * the frames it sends on them are held, drained one by one into buffers
+ * posted later and written off as unfunded. The first real grant after
+ * the restart must still start with a credit sync, or the sender adds it
+ * to its old remainder and can overrun the ring (the sync was keyed to
+ * "nothing granted yet", which the write-off had made untrue).
+ */
+START_TEST(e2e_sync_after_restart_with_old_credits)
+{
+	uint8_t pl[32] = { 0 };
+
+	h_rx_start(1, RXD, 8, 0, 0, FRAME_MASKS);
+	h_wr(R_RXOPT(1), F_ENABLE | F_E2E | 1u << 12);
+	for (unsigned int i = 0; i < 4; i++)
+		post_rx(1, i);
+	h_path_rx(8, 1);
+	ck_assert_uint_eq(window_for(8), 4);
+	ck_assert_uint_eq(st()->credit_syncs, 1);
+	/* the driver restarts the ring, no buffers yet; the sender spends
+	 * two of its four old credits */
+	h_ring_stop(true, 1);
+	h_rx_start(1, RXD, 8, 0, 0, FRAME_MASKS);
+	h_wr(R_RXOPT(1), F_ENABLE | F_E2E | 1u << 12);
+	send_data(8, 1, 2, pl, 32);
+	send_data(8, 1, 2, pl, 32);
+	ck_assert_uint_eq(st()->e2e_held, 2);
+	post_rx(1, 0);
+	post_rx(1, 1);
+	ck_assert_uint_eq(st()->credits_unfunded, 2);
+	/* now buffers to grant: a sync first, then the grants; the
+	 * sender's window (all credit messages since the start) is what
+	 * the four free buffers allow, not that plus its old two */
+	for (unsigned int i = 2; i < 6; i++)
+		post_rx(1, i);
+	ck_assert_uint_eq(st()->credit_syncs, 2);
+	ck_assert_uint_gt(window_for(8), 0);
+	ck_assert_uint_le(window_for(8), 4);
+}
+END_TEST
+
 /* nhi_rings_describe: the evidence a stalled path leaves */
 START_TEST(rings_describe_shows_stall_and_credits)
 {
@@ -631,6 +672,7 @@ Suite *suite_data(void)
 	tcase_add_test(tc, e2e_ring_after_path);
 	tcase_add_test(tc, e2e_sender_stops_and_resumes);
 	tcase_add_test(tc, e2e_credits_go_with_the_path);
+	tcase_add_test(tc, e2e_sync_after_restart_with_old_credits);
 	tcase_add_test(tc, no_credit_messages_means_unlimited);
 	tcase_add_test(tc, rings_describe_shows_stall_and_credits);
 	tcase_add_test(tc, e2e_frames_beyond_grants_written_off);
