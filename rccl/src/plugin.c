@@ -2188,6 +2188,21 @@ static void plugin_down_locked(void)
 	stats_close();
 }
 
+/* connections (send, receive, listen) open on the devices (g_mu held) */
+static int open_comms_locked(void)
+{
+	int open = 0;
+
+	for (int i = 0; i < g_ndev; i++) {
+		if (!g_devs[i].locks_init)
+			continue;
+		pthread_mutex_lock(&g_devs[i].mu);
+		open += g_devs[i].ncomms;
+		pthread_mutex_unlock(&g_devs[i].mu);
+	}
+	return open;
+}
+
 __attribute__((destructor)) static void plugin_fini(void)
 {
 	/* a child forked after init that leaves by exit(): it shares the
@@ -2199,12 +2214,22 @@ __attribute__((destructor)) static void plugin_fini(void)
 	if (ipid && getpid() != ipid)
 		return;
 	pthread_mutex_lock(&g_mu);
-	plugin_down_locked();
-	while (g_ctxs) { /* v11+ contexts never finalized */
-		struct odlp_ctx *c = g_ctxs;
+	if (open_comms_locked()) {
+		/* exit() with connections open (no ncclCommDestroy): NCCL's
+		 * proxy thread may still be testing them. Only this plugin's
+		 * threads stop; the comms, their devices' handles and locks
+		 * and the statistics stay until the process is gone */
+		for (int i = 0; i < g_ndev; i++)
+			if (g_devs[i].locks_init)
+				dev_stop_thread(&g_devs[i]);
+	} else {
+		plugin_down_locked();
+		while (g_ctxs) { /* v11+ contexts never finalized */
+			struct odlp_ctx *c = g_ctxs;
 
-		g_ctxs = c->next;
-		free(c);
+			g_ctxs = c->next;
+			free(c);
+		}
 	}
 	pthread_mutex_unlock(&g_mu);
 	/* threads that outlive a dlclose must not run efd_close, unmapped by
@@ -4505,11 +4530,7 @@ static ncclResult_t v11_finalize(void *ctx)
 		return fail(ncclInvalidArgument);
 	}
 	if (!g_ctxs && !__atomic_load_n(&g_init_once, __ATOMIC_RELAXED) && g_inited) {
-		for (int i = 0; i < g_ndev; i++) {
-			pthread_mutex_lock(&g_devs[i].mu);
-			open += g_devs[i].ncomms;
-			pthread_mutex_unlock(&g_devs[i].mu);
-		}
+		open = open_comms_locked();
 		if (open) {
 			INFO("last communicator finalized with %d connection(s) open: devices stay "
 			     "up until the library is unloaded",

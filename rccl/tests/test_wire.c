@@ -953,6 +953,40 @@ START_TEST(t_connect_abandon)
 }
 END_TEST
 
+/* exit() without the comms destroyed (NCCL's proxy thread may still be
+ * in test() on them): the destructor leaves them, their device's locks and
+ * the statistics alone (it freed the comms and destroyed the locks under
+ * that thread); once nothing is open it takes the devices down */
+START_TEST(t_exit_keeps_open_comms)
+{
+	struct odlp_dev *d = &g_devs[0];
+	struct odlp_comm *c;
+	uint32_t id;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "exit");
+	d->port = 5;
+	d->next_id = 1;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_mutex_init(&d->poll_mu, NULL);
+	d->locks_init = true;
+	g_ndev = 1;
+	c = new_comm(d, K_RECV);
+	ck_assert_ptr_nonnull(c);
+	id = c->id;
+	plugin_fini();
+	ck_assert_int_eq(g_ndev, 1);
+	ck_assert(d->locks_init);
+	ck_assert_ptr_eq(find_comm(d, id), c);
+	/* closed: the next run of the destructor takes the device down */
+	unlink_comm(d, c);
+	free_comm(c);
+	plugin_fini();
+	ck_assert_int_eq(g_ndev, 0);
+	ck_assert(!d->locks_init);
+}
+END_TEST
+
 /* the comm a fused rail's connect staged is on the device that reaches the
  * listener (route_dev), not necessarily the one it was asked for: that is
  * where connect_abandon gives it up */
@@ -1065,6 +1099,7 @@ int main(void)
 	tcase_add_test(tc, t_ack_unknown_answered);
 	tcase_add_test(tc, t_connect_abandon);
 	tcase_add_test(tc, t_connect_abandon_routed);
+	tcase_add_test(tc, t_exit_keeps_open_comms);
 	tcase_add_test(tc, t_keyed_oversize);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fuzz");
