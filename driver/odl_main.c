@@ -899,14 +899,16 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 
 /* Would the message starting with this frame have to wait: its port is
  * bound, has no RECV posted for it and there is no room among the held
- * back messages, not even by dropping a stale one (odl_pending_room)?
+ * back messages, not even by dropping a stale one (odl_pending_room)? Not
+ * one that claims to start a message already reported: it is discarded.
  */
 static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
-			     u32 key)
+			     u32 msg_id, u32 key)
 {
 	struct odl_file *f = dev->ports[dst];
 
 	return f && !odl_peek_recv(f, key) && !odl_cancelled_slot(f, key) &&
+	       !odl_rx_failed_has(dev, msg_id, dst, key, false) &&
 	       !odl_pending_room(dev, msg_len);
 }
 
@@ -977,15 +979,15 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, false);
 		dev->rx.seq_alt_valid = false;
-		if (!seq_ok)
-			dev->rx.expect_seq = seq;
+		/* also when it matched only the alternative number */
+		dev->rx.expect_seq = seq;
 		seq_ok = true;
 	}
 	/* held even right after a gap: the message behind it need not be
 	 * lost as well
 	 */
 	if (!force && !off &&
-	    odl_rx_must_wait(dev, dst, msg_len, key)) {
+	    odl_rx_must_wait(dev, dst, msg_len, msg_id, key)) {
 		/* held, not processed: counted when it is (replay) */
 		dev->stats.rx_frames--;
 		return true;
