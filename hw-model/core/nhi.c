@@ -579,6 +579,12 @@ void nhi_tx_kick(struct nhi *n, unsigned int ri)
 		uint32_t d8, len;
 		uint8_t sof, eof;
 
+		if (ri != 0 && n->tx_budget == 0) {
+			/* this run's share is spent: the rest in the next */
+			n->tx_deferred |= 1u << ri;
+			return;
+		}
+
 		if (n->ops->dma_read(n->opaque, da, desc, 16)) {
 			ring_fault(n, r, "TX descriptor read", da);
 			return;
@@ -622,6 +628,8 @@ void nhi_tx_kick(struct nhi *n, unsigned int ri)
 		} else {
 			n->st.tx_frames++;
 			n->st.tx_bytes += len;
+			if (n->tx_budget > 0)
+				n->tx_budget--;
 			router_tx_frame(n, ri, sof, eof, buf, len, false);
 			if (n->p->ring_mbps && n->ops->now) {
 				int64_t now = n->ops->now(n->opaque);
@@ -1103,14 +1111,27 @@ void nhi_cable_connected(struct nhi *n, bool connected)
 	}
 }
 
+/*
+ * The data-ring doorbells since the last run, at most NHI_DEFER_BUDGET
+ * frames in all (the caller batches their cable output: a guest posting
+ * full rings of 65535 descriptors on every ring must not make it hold
+ * gigabytes); rings with frames left ask for another run.
+ */
 void nhi_run_deferred(struct nhi *n)
 {
-	while (n->tx_deferred) {
-		unsigned int ri = (unsigned int)__builtin_ctz(n->tx_deferred);
+	uint32_t pend = n->tx_deferred;
 
-		n->tx_deferred &= ~(1u << ri);
+	n->tx_deferred = 0;
+	n->tx_budget = NHI_DEFER_BUDGET;
+	while (pend) {
+		unsigned int ri = (unsigned int)__builtin_ctz(pend);
+
+		pend &= ~(1u << ri);
 		nhi_tx_kick(n, ri);
 	}
+	n->tx_budget = -1;
+	if (n->tx_deferred && n->ops->defer)
+		n->ops->defer(n->opaque);
 }
 
 void nhi_timer_fire(struct nhi *n, int timer)
@@ -1209,6 +1230,7 @@ struct nhi *nhi_new(const struct nhi_config *cfg,
 	n->irq_hops = n->p->hop_count_reported ? n->p->hop_count_reported :
 						   n->hops;
 	n->compl_timer_at = -1;
+	n->tx_budget = -1;
 	n->pace_timer_at = -1;
 	n->tx_credits = calloc(PATH_MAX_HOPS, sizeof(*n->tx_credits));
 	n->tx_credit_active = calloc(PATH_MAX_HOPS, 1);

@@ -195,6 +195,8 @@ struct nhi {
 	int64_t irq_last[NHI_MSIX_VECTORS];   /* when each vector last fired */
 	uint32_t irq_deferred;                /* vectors waiting for their slot */
 	uint32_t tx_deferred;                 /* TX rings with a doorbell pending */
+	/* frames one nhi_run_deferred() may still send (-1: no bound) */
+	int32_t tx_budget;
 	uint32_t dma_misc;
 	uint32_t inmail_data, inmail_cmd;
 

@@ -167,7 +167,10 @@ void nhi_cable_rx(struct nhi *n, const void *buf, size_t len);
 /* The cable connection opened (true) or closed (false). */
 void nhi_cable_connected(struct nhi *n, bool connected);
 void nhi_timer_fire(struct nhi *n, int timer);
-/* Process work deferred with host_ops.defer (TX doorbells of data rings). */
+/* Process work deferred with host_ops.defer (TX doorbells of data rings):
+ * at most NHI_DEFER_BUDGET frames a run; more left asks for another run
+ * (host_ops.defer again). */
+#define NHI_DEFER_BUDGET 1024
 void nhi_run_deferred(struct nhi *n);
 /* Function-level / power-on reset of the NHI and the host router. The
  * physical link state (cable) survives. */
