@@ -493,6 +493,21 @@ static void slot_put(struct kpriv *k, int s)
 	k->free_slot[k->nfree++] = (uint16_t)s;
 }
 
+
+/* A busy-polling wait's turn: let the handle's other threads post, send
+ * and poll between two looks (the lock would be held for the whole wait
+ * otherwise, and a thread whose post the wait needs would deadlock). */
+static void k_busy_turn(struct odl_tb5 *h)
+{
+	pthread_mutex_unlock(&h->lock);
+	for (int i = 0; i < 64; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+	pthread_mutex_lock(&h->lock);
+}
+
 /* room for one more stash entry */
 static struct odl_tb5_completion *stash_add(struct kpriv *k)
 {
@@ -670,6 +685,8 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t dst_port,
 		r = k_fetch(h, odl_busy(h, flags) ? 0 : 10, 1);
 		if (r < 0 && r != -ETIMEDOUT)
 			return r;
+		if (odl_busy(h, flags))
+			k_busy_turn(h);
 	}
 	if (r)
 		return map_err(k, r);
@@ -871,7 +888,9 @@ static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 			if (odl_now_ns() >= deadline)
 				return -ETIMEDOUT;
 		}
-		if (!busy) {
+		if (busy) {
+			k_busy_turn(h);
+		} else {
 			uint64_t now = odl_now_ns();
 			uint64_t left = deadline > now ? deadline - now : 0;
 			int ms = left > 100000000ull ? 100 :
