@@ -1101,19 +1101,24 @@ static bool ctrl_urgent(const struct odlp_dev *d, uint8_t type)
 	return d->urgent_cts && (type == M_CTS || type == M_ACK);
 }
 
-/* Send one staged message (urgent: ahead of queued bulk data, where the
- * device can); false if the library queue is full or failed.
+/* Send one staged message of the given wire type (urgent by ctrl_urgent:
+ * ahead of queued bulk data, where the device can); false if the library
+ * queue is full or failed.
  */
 static bool tx_slot_send(struct odlp_dev *d, uint32_t dport, uint32_t slot, uint64_t len,
-			 bool urgent)
+			 uint8_t type)
 {
+	bool urgent = ctrl_urgent(d, type) && len <= ODL_TB5_URGENT_MAX &&
+		      (d->info.features & ODL_TB5_FEAT_URGENT);
 	int rc;
 
-	urgent = urgent && len <= ODL_TB5_URGENT_MAX && (d->info.features & ODL_TB5_FEAT_URGENT);
 	rc = odl_tb5_send_to(d->h, dport, d->tx_id, (uint64_t)slot * d->slot, len, 0, slot,
 			     ODL_TB5_F_NONBLOCK | (urgent ? ODL_TB5_F_URGENT : 0));
-	if (rc == 0)
+	if (rc == 0) {
+		if (urgent && type == M_CTS)
+			STAT_ADD(cts_urgent, 1);
 		return true;
+	}
 	d->tx_free[d->ntx_free++] = slot;
 	if (rc != -EAGAIN)
 		mark_dead(d, rc);
@@ -1135,11 +1140,8 @@ static void tx_pump_slots(struct odlp_dev *d)
 			memcpy(p, &m->h, sizeof(m->h));
 			memcpy(p + sizeof(m->h), m->payload, m->h.len);
 			if (!tx_slot_send(d, m->dport, slot, sizeof(m->h) + m->h.len,
-					  ctrl_urgent(d, m->h.type)))
+					  m->h.type))
 				return;
-			if (m->h.type == M_CTS && ctrl_urgent(d, M_CTS) &&
-			    (d->info.features & ODL_TB5_FEAT_URGENT))
-				STAT_ADD(cts_urgent, 1);
 			cq_pop(d);
 			continue;
 		}
@@ -1172,7 +1174,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 			memcpy(p + sizeof(h), r->sdata + r->sent, chunk);
 			dmabuf_sync(r->smr, DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ);
 		}
-		if (!tx_slot_send(d, r->comm->peer_port, slot, sizeof(h) + chunk, false))
+		if (!tx_slot_send(d, r->comm->peer_port, slot, sizeof(h) + chunk, M_DATA))
 			return;
 		r->sent += chunk;
 		STAT_ADD(tx_bytes, chunk);
