@@ -1500,6 +1500,30 @@ static bool odl_resume_abort(struct odl_dev *dev)
 	return true;
 }
 
+/*
+ * The rings of a connection that is over (connected and rx_stalled already
+ * false): both stopped, the input HopID given back, the replay work done;
+ * returns with dev->lock taken and nothing held back on RX. conn_lock
+ * held.
+ */
+static void odl_rings_stop_lock(struct odl_dev *dev)
+	__acquires(&dev->lock)
+{
+	/* both return only after every callback ran (canceled) */
+	tb_ring_stop(dev->rx_ring);
+	tb_ring_stop(dev->tx_ring);
+	if (dev->in_hopid_held) {
+		tb_xdomain_release_in_hopid(dev->xd, dev->remote_transmit_path);
+		dev->in_hopid_held = false;
+	}
+	cancel_delayed_work_sync(&dev->rx_replay);
+
+	spin_lock(&dev->lock);
+	/* held frames are off the ring; the next connect posts every frame */
+	INIT_LIST_HEAD(&dev->rx_held);
+	dev->rx_stalled = false;
+}
+
 /* conn_lock held */
 static void odl_disconnect(struct odl_dev *dev, const char *why)
 {
@@ -1523,19 +1547,7 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 	tb_xdomain_disable_paths(dev->xd, dev->local_transmit_path,
 				 dev->tx_ring->hop, dev->remote_transmit_path,
 				 dev->rx_ring->hop);
-	/* both return only after every callback ran (canceled) */
-	tb_ring_stop(dev->rx_ring);
-	tb_ring_stop(dev->tx_ring);
-	if (dev->in_hopid_held) {
-		tb_xdomain_release_in_hopid(dev->xd, dev->remote_transmit_path);
-		dev->in_hopid_held = false;
-	}
-	cancel_delayed_work_sync(&dev->rx_replay);
-
-	spin_lock(&dev->lock);
-	/* held frames are off the ring; the next connect posts every frame */
-	INIT_LIST_HEAD(&dev->rx_held);
-	dev->rx_stalled = false;
+	odl_rings_stop_lock(dev);
 	if (resuming)
 		odl_requeue_sends(dev);
 	else
@@ -1654,14 +1666,8 @@ static void odl_try_connect(struct odl_dev *dev)
 		dev->connected = false;
 		dev->rx_stalled = false;
 		spin_unlock(&dev->lock);
-		tb_ring_stop(dev->rx_ring);
-		tb_ring_stop(dev->tx_ring);
-		tb_xdomain_release_in_hopid(dev->xd, dev->remote_transmit_path);
-		dev->in_hopid_held = false;
-		cancel_delayed_work_sync(&dev->rx_replay);
-		spin_lock(&dev->lock);
 		/* as after a disconnect: nothing of this attempt stays */
-		INIT_LIST_HEAD(&dev->rx_held);
+		odl_rings_stop_lock(dev);
 		odl_rx_abort(dev, -ECONNRESET, false);
 		/* a resume ends here; else the SENDs taken since connected
 		 * was set fail (no LINK_UP was sent for this attempt)
