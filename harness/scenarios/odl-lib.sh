@@ -7,21 +7,23 @@ ODL_BUILD_DRIVER=${ODL_BUILD_DRIVER:-$SCEN_DIR/../../build/driver}
 ODL_KO=$ODL_BUILD_DRIVER/odl_tb5.ko
 ODL_XFER=$ODL_BUILD_DRIVER/odl_xfer
 ODL_CLI_BIN=${ODL_CLI_BIN:-$SCEN_DIR/../../build/userlib/odl_tb5_cli.static}
+ODL_THREADS_BIN=${ODL_THREADS_BIN:-$SCEN_DIR/../../build/userlib/odl_threads.static}
 # ring_size module parameter; empty = the driver's default (4096)
 ODL_RING_SIZE=${ODL_RING_SIZE-}
 
 odl_need_build() {
 	[ -f "$ODL_KO" ] && [ -x "$ODL_XFER" ] ||
 		bail_out "$ODL_KO or $ODL_XFER missing: run 'make driver' (or driver-KERNEL)"
-	[ -x "$ODL_CLI_BIN" ] ||
-		bail_out "build/userlib/odl_tb5_cli.static missing: run 'make userlib'"
+	[ -x "$ODL_CLI_BIN" ] && [ -x "$ODL_THREADS_BIN" ] ||
+		bail_out "build/userlib/odl_tb5_cli.static or odl_threads.static missing: run 'make userlib'"
 }
 
-# copy the module, the test tool and the CLI (/tmp/odl_tb5_cli) into guest $1
+# copy the module, the test tools and the CLI (/tmp/odl_tb5_cli) into guest $1
 odl_put() {
 	"$VMPAIR" put "$1" "$ODL_KO" /tmp/odl_tb5.ko >/dev/null &&
 		"$VMPAIR" put "$1" "$ODL_XFER" /tmp/odl_xfer --mode 755 >/dev/null &&
-		"$VMPAIR" put "$1" "$ODL_CLI_BIN" /tmp/odl_tb5_cli --mode 755 >/dev/null
+		"$VMPAIR" put "$1" "$ODL_CLI_BIN" /tmp/odl_tb5_cli --mode 755 >/dev/null &&
+		"$VMPAIR" put "$1" "$ODL_THREADS_BIN" /tmp/odl_threads --mode 755 >/dev/null
 }
 
 # load the module in guest $1 (extra module parameters after it).
