@@ -5,8 +5,8 @@
 #   make userlib            $(BUILD)/userlib: libodl_tb5.so{,.1}, libodl_tb5.a,
 #                           odl_tb5_cli (dynamic, rpath $ORIGIN),
 #                           odl_tb5_cli.static (for guest images), odl_tb5.pc,
-#                           odl_threads.static (tests/guest: two threads on
-#                           one handle, run in the VM scenarios)
+#                           odl_libvm.static (tests/guest: two threads on
+#                           one handle, batch cancel; VM scenarios)
 #   make unit-userlib       Check tests + CLI end-to-end tests over shm,
 #                           normal and ASan/UBSan builds
 #   make coverage-userlib   lcov line coverage of userlib/ into
@@ -44,7 +44,7 @@ USERLIB_LDLIBS := -pthread -lrt -lm
 
 userlib: $(USERLIB_OUT)/libodl_tb5.so $(USERLIB_OUT)/libodl_tb5.a \
          $(USERLIB_OUT)/odl_tb5_cli $(USERLIB_OUT)/odl_tb5_cli.static \
-         $(USERLIB_OUT)/pkgconfig/odl_tb5.pc $(USERLIB_OUT)/odl_threads.static
+         $(USERLIB_OUT)/pkgconfig/odl_tb5.pc $(USERLIB_OUT)/odl_libvm.static
 
 # --- the library -------------------------------------------------------
 $(USERLIB_OUT)/lib/%.o: $(USERLIB_DIR)/%.c $(USERLIB_HDRS)
@@ -72,7 +72,7 @@ $(USERLIB_OUT)/odl_tb5_cli.static: $(USERLIB_CLI) $(USERLIB_OUT)/libodl_tb5.a $(
 	$(CC) $(USERLIB_CFLAGS) -static -o $@ $(USERLIB_CLI) $(USERLIB_OUT)/libodl_tb5.a \
 	  $(USERLIB_LDLIBS)
 
-$(USERLIB_OUT)/odl_threads.static: $(TOP)/tests/guest/odl_threads.c $(USERLIB_OUT)/libodl_tb5.a $(USERLIB_HDRS)
+$(USERLIB_OUT)/odl_libvm.static: $(TOP)/tests/guest/odl_libvm.c $(USERLIB_OUT)/libodl_tb5.a $(USERLIB_HDRS)
 	$(CC) $(USERLIB_CFLAGS) -static -o $@ $< $(USERLIB_OUT)/libodl_tb5.a $(USERLIB_LDLIBS)
 
 $(USERLIB_OUT)/pkgconfig/odl_tb5.pc: $(USERLIB_DIR)/odl_tb5.pc.in $(TOP)/mk/userlib.mk

@@ -717,20 +717,39 @@ static int k_post_recv(struct odl_tb5 *h, uint32_t id, uint64_t off,
 			flags);
 }
 
-/* a keyed receive still in the batch never reaches the driver */
+/* where the batch holds the keyed receive @key, or -1 */
+static int k_sq_find_recv(const struct kpriv *k, uint32_t key)
+{
+	for (unsigned int i = 0; i < k->sq_n; i++)
+		if (k->sq[i].op == ODL_TB5_SQE_RECV && k->sq[i].key == key)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * A keyed receive still in the batch goes to the driver first, so that the
+ * driver's CANCEL withdraws it and remembers the key: the message sent with
+ * it is then discarded on arrival (API 1.6), not held back until it is
+ * reported lost. Only where the driver cannot take the batch now (its
+ * queue is full) or has no CANCEL is the receive taken out of the batch
+ * here, and the driver never hears of the key.
+ */
 static int k_cancel(struct odl_tb5 *h, uint32_t key)
 {
 	struct kpriv *k = K(h);
 	struct odl_tb5_cancel cn = { .size = sizeof(cn), .key = key };
-	unsigned int i;
+	int i = k_sq_find_recv(k, key);
 
-	for (i = 0; i < k->sq_n; i++) {
-		if (k->sq[i].op != ODL_TB5_SQE_RECV || k->sq[i].key != key)
-			continue;
+	if (i >= 0 && k->abi_minor >= 4) {
+		k_flush(h);
+		i = k_sq_find_recv(k, key);
+	}
+	if (i >= 0) {
+		unsigned int rest = k->sq_n - (unsigned int)i - 1;
+
 		k_complete(h, k->sq_slot[i], -ECANCELED, 0);
-		memmove(k->sq + i, k->sq + i + 1, (k->sq_n - i - 1) * sizeof(k->sq[0]));
-		memmove(k->sq_slot + i, k->sq_slot + i + 1,
-			(k->sq_n - i - 1) * sizeof(int));
+		memmove(k->sq + i, k->sq + i + 1, rest * sizeof(k->sq[0]));
+		memmove(k->sq_slot + i, k->sq_slot + i + 1, rest * sizeof(int));
 		k->sq_n--;
 		return 0;
 	}

@@ -7,15 +7,15 @@ ODL_BUILD_DRIVER=${ODL_BUILD_DRIVER:-$SCEN_DIR/../../build/driver}
 ODL_KO=$ODL_BUILD_DRIVER/odl_tb5.ko
 ODL_XFER=$ODL_BUILD_DRIVER/odl_xfer
 ODL_CLI_BIN=${ODL_CLI_BIN:-$SCEN_DIR/../../build/userlib/odl_tb5_cli.static}
-ODL_THREADS_BIN=${ODL_THREADS_BIN:-$SCEN_DIR/../../build/userlib/odl_threads.static}
+ODL_LIBVM_BIN=${ODL_LIBVM_BIN:-$SCEN_DIR/../../build/userlib/odl_libvm.static}
 # ring_size module parameter; empty = the driver's default (4096)
 ODL_RING_SIZE=${ODL_RING_SIZE-}
 
 odl_need_build() {
 	[ -f "$ODL_KO" ] && [ -x "$ODL_XFER" ] ||
 		bail_out "$ODL_KO or $ODL_XFER missing: run 'make driver' (or driver-KERNEL)"
-	[ -x "$ODL_CLI_BIN" ] && [ -x "$ODL_THREADS_BIN" ] ||
-		bail_out "build/userlib/odl_tb5_cli.static or odl_threads.static missing: run 'make userlib'"
+	[ -x "$ODL_CLI_BIN" ] && [ -x "$ODL_LIBVM_BIN" ] ||
+		bail_out "build/userlib/odl_tb5_cli.static or odl_libvm.static missing: run 'make userlib'"
 }
 
 # copy the module, the test tools and the CLI (/tmp/odl_tb5_cli) into guest $1
@@ -23,7 +23,7 @@ odl_put() {
 	"$VMPAIR" put "$1" "$ODL_KO" /tmp/odl_tb5.ko >/dev/null &&
 		"$VMPAIR" put "$1" "$ODL_XFER" /tmp/odl_xfer --mode 755 >/dev/null &&
 		"$VMPAIR" put "$1" "$ODL_CLI_BIN" /tmp/odl_tb5_cli --mode 755 >/dev/null &&
-		"$VMPAIR" put "$1" "$ODL_THREADS_BIN" /tmp/odl_threads --mode 755 >/dev/null
+		"$VMPAIR" put "$1" "$ODL_LIBVM_BIN" /tmp/odl_libvm --mode 755 >/dev/null
 }
 
 # load the module in guest $1 (extra module parameters after it).
@@ -91,6 +91,29 @@ odl_cli_run() {
 	not_ok "$name" "client exit $rc:" "$ODL_CLI_OUT" "server:" "$srv" \
 		"a: $(vm a /tmp/odl_xfer stats 2>&1 | tr '\n' ' ')" "b: $(vm b /tmp/odl_xfer stats 2>&1 | tr '\n' ' ')"
 	return 1
+}
+
+# odl_libvm_pair RXVM "RX-ARGS" TXVM "TX-ARGS": tests/guest/odl_libvm with
+# RX-ARGS in the background on RXVM until it prints "posted", then with
+# TX-ARGS on TXVM; true when both exit 0. Their output: LIBVM_RX, LIBVM_TX.
+LIBVM_RX=
+LIBVM_TX=
+odl_libvm_pair() {
+	local rx=$1 rxa=$2 tx=$3 txa=$4 rc
+	vm "$rx" sh -c "rm -f /tmp/libvm.log; setsid sh -c '/tmp/odl_libvm $rxa; echo \"odl_libvm exit \$?\"' > /tmp/libvm.log 2>&1 < /dev/null &"
+	if wait_for "vm $rx grep -q posted /tmp/libvm.log" 90; then
+		# shellcheck disable=SC2086
+		LIBVM_TX=$("$VMPAIR" exec "$tx" --timeout 120 -- /tmp/odl_libvm $txa 2>&1)
+		rc=$?
+	else
+		LIBVM_TX="$rx's side did not post its receive"
+		rc=1
+	fi
+	wait_for "vm $rx grep -q 'odl_libvm exit' /tmp/libvm.log" 90
+	LIBVM_RX=$(vm "$rx" cat /tmp/libvm.log 2>&1)
+	LIBVM_TX="$LIBVM_TX
+(exit $rc)"
+	[ "$rc" = 0 ] && printf '%s\n' "$LIBVM_RX" | grep -q '^odl_libvm exit 0$'
 }
 
 # odl_cli_json_field KEY: a number from the client's --json output

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * odl_libvm: checks of libodl_tb5's kernel backend that need the driver and
+ * a peer, for the VM scenarios (static, put into the guests beside
+ * odl_tb5_cli). One message size per run; every message carries a pattern
+ * that is checked on receipt.
+ *
+ *   odl_libvm [--device N] [--port P] recv SIZE
+ *       post one receive, print "posted", wait up to 60 s for the message
+ *   odl_libvm [--device N] [--port P] shared SIZE
+ *       two threads on one handle that busy-polls by default: one waits in
+ *       odl_tb5_poll (30 s bound) with nothing outstanding while the main
+ *       thread sends on the same handle. The send must get in while the
+ *       other thread polls, and that poll must return the send's
+ *       completion (a busy-polling wait that held the handle's lock for the
+ *       whole wait kept the send out until the poll gave up)
+ *   odl_libvm [--device N] [--port P] batchcancel SIZE
+ *       a handle in batch mode (ODL_TB5_OPEN_BATCH) posts a receive with
+ *       key 77, withdraws it while it is still in the batch (it completes
+ *       with -ECANCELED), posts an unkeyed receive, prints "posted" and
+ *       waits for the unkeyed message; a lost message (-EBADMSG) fails.
+ *       Whether the driver discarded the keyed message on arrival (API
+ *       1.6) is its rx_cancelled counter, which the scenario reads
+ *   odl_libvm [--device N] [--port P] sendkey SIZE
+ *       the peer of batchcancel: a message with key 77, then an unkeyed one
+ *
+ * Exit 0 on success, 1 on a failed check, 2 on bad usage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "odl_tb5/odl_tb5.h"
+
+#define POLL_MS 30000
+#define PEER_MS 60000
+#define CANCEL_KEY 77
+
+static odl_tb5_t *h;
+static atomic_int polling;
+static int poll_rc;
+static struct odl_tb5_completion poll_c;
+static double poll_s;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint8_t pat(uint64_t i)
+{
+	return (uint8_t)(i * 131u + (i >> 9) + 7u);
+}
+
+/* the keyed message's pattern: taken for the unkeyed one, it fails */
+static uint8_t kpat(uint64_t i)
+{
+	return pat(i) ^ 0x5a;
+}
+
+static int check_pattern(const uint8_t *p, uint64_t size)
+{
+	for (uint64_t i = 0; i < size; i++)
+		if (p[i] != pat(i)) {
+			fprintf(stderr, "odl_libvm: byte %" PRIu64 " is 0x%02x, want 0x%02x%s\n",
+				i, p[i], pat(i), p[i] == kpat(i) ?
+				" (the withdrawn keyed message's data)" : "");
+			return 1;
+		}
+	return 0;
+}
+
+static int fail(const char *what, int err)
+{
+	fprintf(stderr, "odl_libvm: %s: %s\n", what,
+		err ? odl_tb5_strerror(err) : "check failed");
+	return 1;
+}
+
+static void *poller(void *arg)
+{
+	double t0;
+
+	(void)arg;
+	t0 = now_s();
+	atomic_store(&polling, 1);
+	poll_rc = odl_tb5_poll(h, &poll_c, 1, POLL_MS, 0);
+	poll_s = now_s() - t0;
+	return NULL;
+}
+
+static int open_dev(int dev, unsigned int port, uint32_t flags, uint64_t size)
+{
+	struct odl_tb5_open_opts o;
+	int r;
+
+	odl_tb5_open_opts_init(&o);
+	o.port = port;
+	o.flags = flags;
+	o.ring_bytes = (2 * size + 4095) & ~4095ull; /* room for two messages */
+	r = odl_tb5_open_index(dev, &o, &h);
+	if (r)
+		return fail("open", r);
+	r = odl_tb5_wait_peer(h, PEER_MS);
+	if (r)
+		return fail("wait for the peer", r);
+	return 0;
+}
+
+static int do_recv(uint64_t size)
+{
+	struct odl_tb5_completion c;
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_RECV, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	r = odl_tb5_post_recv(h, id, 0, size, 1, 0);
+	if (r)
+		return fail("post the receive", r);
+	printf("posted\n");
+	fflush(stdout);
+	r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
+	if (r != 1)
+		return fail("wait for the message", r < 0 ? r : 0);
+	if (c.op != ODL_TB5_OP_RECV || c.status || c.length != size) {
+		fprintf(stderr, "odl_libvm: completion op %u status %d length %" PRIu64
+			" (want a receive of %" PRIu64 " bytes, status 0)\n",
+			c.op, c.status, c.length, size);
+		return 1;
+	}
+	if (check_pattern(p, size))
+		return 1;
+	printf("received %" PRIu64 " bytes, pattern verified\n", size);
+	return 0;
+}
+
+static int do_shared(uint64_t size)
+{
+	struct timespec settle = { 0, 50 * 1000 * 1000 };
+	pthread_t th;
+	double t0, send_s;
+	uint8_t *p;
+	uint32_t id;
+	int r, bad = 0;
+
+	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_SEND, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	for (uint64_t i = 0; i < size; i++)
+		p[i] = pat(i);
+	if (pthread_create(&th, NULL, poller, NULL))
+		return fail("thread", 0);
+	while (!atomic_load(&polling))
+		sched_yield();
+	/* let the poller get into its wait: the send below must come while
+	 * it waits for the check to mean anything (a send first passes too) */
+	nanosleep(&settle, NULL);
+	t0 = now_s();
+	r = odl_tb5_send(h, id, 0, size, 2, 0);
+	send_s = now_s() - t0;
+	pthread_join(th, NULL);
+	printf("send returned %d after %.3f s; the other thread's poll returned %d after %.3f s\n",
+	       r, send_s, poll_rc, poll_s);
+	if (r)
+		return fail("send", r);
+	if (poll_rc != 1) {
+		fprintf(stderr, "odl_libvm: the poll waiting beside the send returned %d (%s), "
+			"want the send's completion\n", poll_rc,
+			poll_rc < 0 ? odl_tb5_strerror(poll_rc) : "nothing");
+		bad = 1;
+	} else if (poll_c.op != ODL_TB5_OP_SEND || poll_c.status || poll_c.cookie != 2) {
+		fprintf(stderr, "odl_libvm: completion op %u status %d cookie %" PRIu64
+			" (want the send's, status 0)\n", poll_c.op, poll_c.status, poll_c.cookie);
+		bad = 1;
+	}
+	if (send_s * 1000 >= POLL_MS / 2) {
+		fprintf(stderr, "odl_libvm: the send waited %.1f s for the polling thread\n",
+			send_s);
+		bad = 1;
+	}
+	return bad;
+}
+
+static int do_batchcancel(uint64_t size)
+{
+	struct odl_tb5_completion c;
+	unsigned int ns, nr;
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, 2 * size, ODL_TB5_BUF_RECV, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	r = odl_tb5_post_recv_key(h, id, 0, size, CANCEL_KEY, 10, 0);
+	if (r)
+		return fail("post the keyed receive (batched)", r);
+	r = odl_tb5_cancel_recv(h, CANCEL_KEY);
+	if (r)
+		return fail("withdraw the keyed receive", r);
+	r = odl_tb5_poll(h, &c, 1, 10000, 0);
+	if (r != 1 || c.op != ODL_TB5_OP_RECV || c.cookie != 10 || c.status != -ECANCELED) {
+		fprintf(stderr, "odl_libvm: after the withdrawal poll returned %d (op %u cookie %"
+			PRIu64 " status %d), want the keyed receive with -ECANCELED\n",
+			r, r == 1 ? c.op : 0, r == 1 ? c.cookie : 0, r == 1 ? c.status : 0);
+		return 1;
+	}
+	r = odl_tb5_post_recv(h, id, size, size, 11, 0);
+	if (!r)
+		r = odl_tb5_pending(h, &ns, &nr); /* hands the batch to the driver */
+	if (r)
+		return fail("post the unkeyed receive", r);
+	printf("posted\n");
+	fflush(stdout);
+	r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
+	if (r == -EBADMSG)
+		return fail("a message was lost (the withdrawn key's, held back?)", r);
+	if (r != 1)
+		return fail("wait for the unkeyed message", r < 0 ? r : 0);
+	if (c.op != ODL_TB5_OP_RECV || c.cookie != 11 || c.status || c.length != size) {
+		fprintf(stderr, "odl_libvm: completion op %u cookie %" PRIu64 " status %d length %"
+			PRIu64 " (want the unkeyed receive, %" PRIu64 " bytes)\n",
+			c.op, c.cookie, c.status, c.length, size);
+		return 1;
+	}
+	if (check_pattern(p + size, size))
+		return 1;
+	printf("the keyed receive withdrawn from the batch; the unkeyed message (%" PRIu64
+	       " bytes) verified\n", size);
+	return 0;
+}
+
+static int do_sendkey(uint64_t size)
+{
+	struct odl_tb5_completion c[2];
+	int n = 0, r;
+	uint8_t *p;
+	uint32_t id;
+
+	r = odl_tb5_buf_alloc(h, 2 * size, ODL_TB5_BUF_SEND, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	for (uint64_t i = 0; i < size; i++) {
+		p[i] = kpat(i);
+		p[size + i] = pat(i);
+	}
+	r = odl_tb5_send_key(h, id, 0, size, CANCEL_KEY, 1, 0);
+	if (!r)
+		r = odl_tb5_send(h, id, size, size, 2, 0);
+	if (r)
+		return fail("send", r);
+	while (n < 2) {
+		r = odl_tb5_poll(h, c + n, 2 - n, PEER_MS, 0);
+		if (r < 0)
+			return fail("wait for the sends", r);
+		n += r;
+	}
+	if (c[0].status || c[1].status)
+		return fail("a send failed", c[0].status ? c[0].status : c[1].status);
+	printf("sent a message with key %d and an unkeyed one, %" PRIu64 " bytes each\n",
+	       CANCEL_KEY, size);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int port = 1;
+	int dev = 0, i = 1, r;
+	const char *mode;
+	uint64_t size;
+	char *end;
+
+	for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+		if (!strcmp(argv[i], "--device"))
+			dev = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--port"))
+			port = (unsigned int)atoi(argv[i + 1]);
+		else
+			break;
+	}
+	if (argc - i != 2 || (strcmp(argv[i], "recv") && strcmp(argv[i], "shared") &&
+			      strcmp(argv[i], "batchcancel") && strcmp(argv[i], "sendkey"))) {
+		fprintf(stderr, "usage: odl_libvm [--device N] [--port P] "
+			"recv|shared|batchcancel|sendkey SIZE\n");
+		return 2;
+	}
+	errno = 0;
+	size = strtoull(argv[i + 1], &end, 0);
+	if (errno || *end || !size || size > (32u << 20) || port < 1 ||
+	    port > ODL_TB5_MAX_PORT || dev < 0) {
+		fprintf(stderr, "odl_libvm: SIZE must be 1..32 MiB, --port 1..%d, --device >= 0\n",
+			ODL_TB5_MAX_PORT);
+		return 2;
+	}
+	mode = argv[i];
+	r = open_dev(dev, port, !strcmp(mode, "shared") ? ODL_TB5_OPEN_BUSY_POLL :
+			 !strcmp(mode, "batchcancel") ? ODL_TB5_OPEN_BATCH : 0, size);
+	if (!r && !strcmp(mode, "recv"))
+		r = do_recv(size);
+	else if (!r && !strcmp(mode, "shared"))
+		r = do_shared(size);
+	else if (!r && !strcmp(mode, "batchcancel"))
+		r = do_batchcancel(size);
+	else if (!r)
+		r = do_sendkey(size);
+	odl_tb5_close(h);
+	return r;
+}
