@@ -198,6 +198,7 @@ static int open_backend(const struct odl_backend *be, const char *arg,
 	if (!h)
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
+	atomic_init(&h->lock_waiters, 0);
 	h->be = be;
 	h->opts = o;
 	h->port = o.port;
@@ -305,7 +306,7 @@ ODL_EXPORT int odl_tb5_close(odl_tb5_t *h)
 
 	if (!h)
 		return 0;
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	for (i = 1; i <= ODL_TB5_MAX_BUFS; i++)
 		if (h->bufs[i].kind != ODL_BUF_NONE)
 			buf_release(h, &h->bufs[i]);
@@ -322,7 +323,7 @@ ODL_EXPORT int odl_tb5_wait_peer(odl_tb5_t *h, int timeout_ms)
 
 	if (!h)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = h->be->wait_peer(h, timeout_ms);
 	if (r == -ETIMEDOUT)
 		h->st.timeouts++;
@@ -340,7 +341,7 @@ ODL_EXPORT int odl_tb5_info(odl_tb5_t *h, struct odl_tb5_info *info)
 	if (!h || !info)
 		return fail(EINVAL);
 	memset(info, 0, sizeof(*info));
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	info->port = h->port;
 	r = h->be->info(h, info);
 	pthread_mutex_unlock(&h->lock);
@@ -353,7 +354,7 @@ ODL_EXPORT int odl_tb5_state(odl_tb5_t *h)
 
 	if (!h)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = h->be->state(h);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
@@ -420,7 +421,7 @@ ODL_EXPORT int odl_tb5_buf_alloc(odl_tb5_t *h, size_t size, uint32_t flags,
 	if (!h || !id || !addr || size == 0 || size > (1ull << 40) ||
 	    (flags & ~(ODL_TB5_BUF_SEND | ODL_TB5_BUF_RECV)))
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = buf_new(h, ODL_BUF_ALLOC, NULL, size, flags, -1, 0, id);
 	if (!r)
 		*addr = h->bufs[*id].addr;
@@ -437,7 +438,7 @@ ODL_EXPORT int odl_tb5_buf_register_flags(odl_tb5_t *h, void *addr, size_t size,
 	    (uintptr_t)addr + size < (uintptr_t)addr ||
 	    (flags & ~ODL_TB5_REG_DIRECT))
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = buf_new(h, ODL_BUF_REG, addr, size, flags, -1, 0, id);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
@@ -456,7 +457,7 @@ ODL_EXPORT int odl_tb5_buf_import_dmabuf(odl_tb5_t *h, int fd, uint64_t offset,
 
 	if (!h || !id || fd < 0 || size == 0 || offset + size < offset)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = buf_new(h, ODL_BUF_DMABUF, NULL, size, 0, fd, offset, id);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
@@ -469,7 +470,7 @@ ODL_EXPORT void *odl_tb5_buf_addr(odl_tb5_t *h, uint32_t id)
 
 	if (!h)
 		return NULL;
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	b = odl_buf_get(h, id);
 	if (b)
 		a = b->addr;
@@ -484,7 +485,7 @@ ODL_EXPORT int odl_tb5_buf_free(odl_tb5_t *h, uint32_t id)
 
 	if (!h)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	b = odl_buf_get(h, id);
 	if (!b)
 		r = -ENOENT;
@@ -532,7 +533,7 @@ ODL_EXPORT int odl_tb5_send_to(odl_tb5_t *h, uint32_t dst_port, uint32_t id,
 
 	if (!h)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = check_op(h, id, off, len, flags);
 	if (!r && dst_port > ODL_TB5_MAX_PORT)
 		r = -EINVAL;
@@ -574,7 +575,7 @@ ODL_EXPORT int odl_tb5_post_recv_key(odl_tb5_t *h, uint32_t id, uint64_t off,
 
 	if (!h)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = (flags & ODL_TB5_F_URGENT) ? -EINVAL : check_op(h, id, off, cap, flags);
 	if (!r) {
 		h->bufs[id].users++;	/* before: as in odl_tb5_send_to */
@@ -599,7 +600,7 @@ ODL_EXPORT int odl_tb5_cancel_recv(odl_tb5_t *h, uint32_t key)
 
 	if (!h || !key)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = h->be->cancel(h, key);
 	pthread_mutex_unlock(&h->lock);
 	return ret(r);
@@ -617,7 +618,7 @@ ODL_EXPORT int odl_tb5_poll_min(odl_tb5_t *h, struct odl_tb5_completion *c,
 		return fail(EINVAL);
 	if (flags & ODL_TB5_F_NONBLOCK)
 		timeout_ms = 0;
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = h->be->poll(h, c, max, min, timeout_ms, flags);
 	for (i = 0; i < r; i++) {
 		struct odl_buf *b = odl_buf_get(h, c[i].buf_id);
@@ -660,7 +661,7 @@ ODL_EXPORT int odl_tb5_pending(odl_tb5_t *h, unsigned int *s, unsigned int *rv)
 
 	if (!h)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	r = h->be->pending(h, &a, &b);
 	pthread_mutex_unlock(&h->lock);
 	if (!r) {
@@ -676,7 +677,7 @@ ODL_EXPORT int odl_tb5_stats(odl_tb5_t *h, struct odl_tb5_stats *st)
 {
 	if (!h || !st)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	*st = h->st;
 	pthread_mutex_unlock(&h->lock);
 	return 0;
@@ -686,7 +687,7 @@ ODL_EXPORT int odl_tb5_stats_reset(odl_tb5_t *h)
 {
 	if (!h)
 		return fail(EINVAL);
-	pthread_mutex_lock(&h->lock);
+	odl_lock(h);
 	memset(&h->st, 0, sizeof(h->st));
 	pthread_mutex_unlock(&h->lock);
 	return 0;

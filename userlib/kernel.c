@@ -318,7 +318,7 @@ static int k_wait_peer(struct odl_tb5 *h, int timeout_ms)
 			return -ETIMEDOUT;
 		pthread_mutex_unlock(&h->lock);
 		usleep(10000);
-		pthread_mutex_lock(&h->lock);
+		odl_lock(h);
 	}
 }
 
@@ -491,21 +491,6 @@ static void slot_put(struct kpriv *k, int s)
 {
 	k->slots[s].used = false;
 	k->free_slot[k->nfree++] = (uint16_t)s;
-}
-
-
-/* A busy-polling wait's turn: let the handle's other threads post, send
- * and poll between two looks (the lock would be held for the whole wait
- * otherwise, and a thread whose post the wait needs would deadlock). */
-static void k_busy_turn(struct odl_tb5 *h)
-{
-	pthread_mutex_unlock(&h->lock);
-	for (int i = 0; i < 64; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-	}
-	pthread_mutex_lock(&h->lock);
 }
 
 /* room for one more stash entry */
@@ -686,7 +671,10 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t dst_port,
 		if (r < 0 && r != -ETIMEDOUT)
 			return r;
 		if (odl_busy(h, flags))
-			k_busy_turn(h);
+			odl_busy_turn(h, 64);
+		/* the lock was let go: another thread may have seen the end */
+		if (k->down)
+			return -ECONNRESET;
 	}
 	if (r)
 		return map_err(k, r);
@@ -866,7 +854,7 @@ static int k_fetch(struct odl_tb5 *h, int timeout_ms, unsigned int min)
 		pthread_mutex_unlock(&h->lock);
 	r = xioctl(k->fd, ODL_TB5_IOC_POLL_CQ, &pq);
 	if (timeout_ms)
-		pthread_mutex_lock(&h->lock);
+		odl_lock(h);
 	if (r)
 		return map_err(k, r);
 	for (i = 0; i < pq.count && i < ODL_KB_CQ_BATCH; i++)
@@ -881,12 +869,16 @@ static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 	struct kpriv *k = K(h);
 	uint64_t deadline = odl_deadline(timeout_ms);
 	bool busy = odl_busy(h, flags);
-	unsigned int n, out = k->nsend + k->nrecv;
-	unsigned int want = min < out ? min : out ? out : 1;
+	unsigned int n, out, want;
 	int r;
 
-	k_flush(h);
 	for (;;) {
+		/* again on every look: while the lock was let go other
+		 * threads may have queued (batch) or reaped operations */
+		if (k->sq_n)
+			k_flush(h);
+		out = k->nsend + k->nrecv;
+		want = min < out ? min : out ? out : 1;
 		if (k->stash_n < want) {
 			r = k_fetch(h, 0, 1);
 			if (r < 0 && r != -ECONNRESET)
@@ -908,7 +900,7 @@ static int k_poll(struct odl_tb5 *h, struct odl_tb5_completion *c,
 				return -ETIMEDOUT;
 		}
 		if (busy) {
-			k_busy_turn(h);
+			odl_busy_turn(h, 64);
 		} else {
 			uint64_t now = odl_now_ns();
 			uint64_t left = deadline > now ? deadline - now : 0;

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -84,6 +86,7 @@ struct odl_backend {
 
 struct odl_tb5 {
 	pthread_mutex_t lock;
+	atomic_uint lock_waiters;	/* threads blocked in odl_lock() */
 	const struct odl_backend *be;
 	void *be_priv;
 	struct odl_tb5_open_opts opts;
@@ -111,6 +114,46 @@ static inline uint64_t odl_deadline(int timeout_ms)
 	if (timeout_ms < 0)
 		return UINT64_MAX;
 	return odl_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+/* take the handle's lock; a thread that has to wait for it is counted, so
+ * that a busy-polling wait lets it in (odl_busy_turn) */
+static inline void odl_lock(struct odl_tb5 *h)
+{
+	if (pthread_mutex_trylock(&h->lock) == 0)
+		return;
+	atomic_fetch_add(&h->lock_waiters, 1);
+	pthread_mutex_lock(&h->lock);
+	atomic_fetch_sub(&h->lock_waiters, 1);
+}
+
+static inline void odl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/*
+ * A busy-polling wait's turn between two looks (lock held on entry and on
+ * return): the handle's other threads may post, send and poll meanwhile.
+ * A thread already waiting for the lock gets it first (an unlock followed
+ * at once by a lock would nearly always win it back: a blocked thread
+ * needs a wake-up first), bounded so that a miscount cannot stall the
+ * wait.
+ */
+static inline void odl_busy_turn(struct odl_tb5 *h, unsigned int spins)
+{
+	pthread_mutex_unlock(&h->lock);
+	for (int i = 0; i < 1000 && atomic_load(&h->lock_waiters); i++)
+		sched_yield();
+	for (unsigned int i = 0; i < spins; i++)
+		odl_cpu_relax();
+	odl_lock(h);
 }
 
 static inline bool odl_busy(const struct odl_tb5 *h, uint32_t flags)

@@ -848,11 +848,11 @@ static int wait_for(struct odl_tb5 *h, uint64_t deadline, bool busy,
 		if (busy) {
 			int i;
 
-			for (i = 0; i < 2000 && atomic_load(&me->event) == ev; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-				__builtin_ia32_pause();
-#endif
-			}
+			/* a thread waiting for the lock gets it first */
+			for (i = 0; i < 1000 && atomic_load(&h->lock_waiters); i++)
+				sched_yield();
+			for (i = 0; i < 2000 && atomic_load(&me->event) == ev; i++)
+				odl_cpu_relax();
 		} else {
 			uint64_t left = deadline - now;
 			int ms = ODL_SHM_SLICE_MS;
@@ -861,7 +861,7 @@ static int wait_for(struct odl_tb5 *h, uint64_t deadline, bool busy,
 				ms = (int)(left / 1000000ull) + 1;
 			futex_wait(&me->event, ev, ms);
 		}
-		pthread_mutex_lock(&h->lock);
+		odl_lock(h);
 		if (reg)
 			atomic_fetch_sub(&me->waiters, 1);
 	}

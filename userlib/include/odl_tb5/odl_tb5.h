@@ -73,11 +73,12 @@
  *
  * Thread safety: all functions may be called concurrently on the same handle
  * from several threads (each handle has an internal lock, released while a
- * call sleeps), except odl_tb5_close(), which must not race any other call
- * on that handle. A completion goes to whichever thread polls it. Different
- * handles are independent. Handles are not inherited usefully across fork():
- * the child must open its own. The free functions (odl_tb5_strerror,
- * odl_tb5_list, odl_tb5_uuid_*) are thread-safe.
+ * call sleeps and between two looks of a busy-polling wait, where a thread
+ * waiting for it goes first), except odl_tb5_close(), which must not race
+ * any other call on that handle. A completion goes to whichever thread
+ * polls it. Different handles are independent. Handles are not inherited
+ * usefully across fork(): the child must open its own. The free functions
+ * (odl_tb5_strerror, odl_tb5_list, odl_tb5_uuid_*) are thread-safe.
  *
  * Device specs accepted by odl_tb5_open():
  *   "0", "3"                      index N → /dev/odl_tb5_N (kernel backend)

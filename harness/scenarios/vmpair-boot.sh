@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# vmpair-boot: `vmpair up` boots the pair again, once, when a guest's kernel
+# panics before its /init (nothing of ours has run in the guest yet: seen
+# once in CI under TCG, an oops in the stock kernel's allocator 2 s into
+# boot), and never when the guest died after /init started. Kernels that
+# have no /init to run panic before it; odl.crash makes /init crash the
+# kernel right after its start mark (harness/guest/init).
+. "$(dirname "$0")/common.sh"
+tap_plan 8
+tap_timeout 900
+tap_cleanup pair_down
+# no pair of this state may be left behind
+gone() {
+	"$VMPAIR" status 2>/dev/null | grep -q '^pair *down' && ! pgrep -f "$VMPAIR_STATE/" >/dev/null
+}
+# up_out OPTIONS...: vmpair up; its output in $out (indented: a retry line
+# of our own making must not count as a real one in sim-test's summary),
+# its status in $rc, the number of retry lines in $n
+up_out() {
+	out=$("$VMPAIR" up --timeout 240 "$@" 2>&1)
+	rc=$?
+	n=$(printf '%s\n' "$out" | grep -c '^vmpair: boot retry 1 of 1: guest [ab]')
+	out=$(printf '%s\n' "$out" | tail -n 40 | sed 's/^/  /')
+}
+
+# 1. a panic before /init on every boot: one retry, then the failure
+up_out --append "rdinit=/odl-none init=/odl-none"
+if [ "$rc" != 0 ] && [ "$n" = 1 ] && printf '%s\n' "$out" | grep -q "Kernel panic"; then
+	ok "a kernel that panics before /init: one boot retry, then the failure with the panic (rc $rc)"
+else
+	not_ok "a kernel that panics before /init: one boot retry, then the failure with the panic" \
+		"rc=$rc retries=$n" "$out"
+fi
+check "the first boot's consoles are kept, the panic in them (*.bootcrash1)" \
+	sh -c "test -e '$VMPAIR_STATE/a-console.log.bootcrash1' -a -e '$VMPAIR_STATE/b-console.log.bootcrash1' &&
+		cat '$VMPAIR_STATE/a-console.log.bootcrash1' '$VMPAIR_STATE/b-console.log.bootcrash1' | grep -q 'Kernel panic'"
+check "the failed pair is down (no QEMU, mux or cable left)" gone
+
+# 2. a crash after /init started: no retry
+up_out --append "odl.crash"
+if [ "$rc" != 0 ] && [ "$n" = 0 ] && printf '%s\n' "$out" | grep -q "odl-init: start"; then
+	ok "a kernel that dies after /init started: no retry, the failure at once (rc $rc)"
+else
+	not_ok "a kernel that dies after /init started: no retry, the failure at once" \
+		"rc=$rc retries=$n" "$out"
+fi
+check "the failed pair is down again" gone
+
+# 3. one panic before /init, then a good boot: the pair comes up
+up_out --crash-first-boot
+if [ "$rc" = 0 ] && [ "$n" = 1 ]; then
+	ok "a kernel that panics before /init once: the pair comes up on the retry and says so"
+else
+	not_ok "a kernel that panics before /init once: the pair comes up on the retry and says so" \
+		"rc=$rc retries=$n" "$out"
+fi
+printf '%s\n' "$out" | grep -E 'vmpair: (boot retry|pair up)' | while read -r l; do diag "(the test's own crash) $l"; done
+for v in a b; do
+	check "$v: the retried pair's agent answers" "$VMPAIR" exec $v --timeout 60 -- true
+done
+tap_done
