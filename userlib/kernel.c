@@ -539,6 +539,13 @@ static void k_flush(struct odl_tb5 *h)
 	struct kpriv *k = K(h);
 	unsigned int i = 0;
 
+	if (k->down) {
+		/* no driver will take them: end them the way the API says */
+		for (i = 0; i < k->sq_n; i++)
+			k_complete(h, k->sq_slot[i], -ECONNRESET, 0);
+		k->sq_n = 0;
+		return;
+	}
 	while (i < k->sq_n) {
 		struct odl_tb5_submit sb = {
 			.size = sizeof(sb), .count = k->sq_n - i,
@@ -715,12 +722,16 @@ static int k_sq_find_recv(const struct kpriv *k, uint32_t key)
 }
 
 /*
- * A keyed receive still in the batch goes to the driver first, so that the
- * driver's CANCEL withdraws it and remembers the key: the message sent with
- * it is then discarded on arrival (API 1.6), not held back until it is
- * reported lost. Only where the driver cannot take the batch now (its
- * queue is full) or has no CANCEL is the receive taken out of the batch
- * here, and the driver never hears of the key.
+ * A keyed receive still in the batch goes to the driver first (the whole
+ * batch with it), so that the driver's CANCEL withdraws it and, from
+ * driver ABI 1.7 on, remembers the key: the message sent with it is then
+ * discarded on arrival (API 1.6), not held back until it is reported lost.
+ * A message the driver was already holding for the key completes the
+ * receive when it reaches the driver (-ENOENT here: it completed); a
+ * receive the driver refuses completes with that status (-ENOENT too, and
+ * the CANCEL is not sent: it would withdraw another receive of that key).
+ * Only where the driver cannot take the batch now is the receive taken out
+ * of the batch here, and the driver never hears of the key.
  */
 static int k_cancel(struct odl_tb5 *h, uint32_t key)
 {
@@ -728,9 +739,13 @@ static int k_cancel(struct odl_tb5 *h, uint32_t key)
 	struct odl_tb5_cancel cn = { .size = sizeof(cn), .key = key };
 	int i = k_sq_find_recv(k, key);
 
-	if (i >= 0 && k->abi_minor >= 4) {
+	if (i >= 0) {
+		int s = k->sq_slot[i];
+
 		k_flush(h);
 		i = k_sq_find_recv(k, key);
+		if (i < 0 && !k->slots[s].used)
+			return -ENOENT;	/* refused by the driver: completed */
 	}
 	if (i >= 0) {
 		unsigned int rest = k->sq_n - (unsigned int)i - 1;
