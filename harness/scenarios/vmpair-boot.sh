@@ -39,11 +39,16 @@ check "the failed pair is down (no QEMU, mux or cable left)" gone
 
 # 2. a crash after /init started: no retry
 up_out --append "odl.crash"
-if [ "$rc" != 0 ] && [ "$n" = 0 ] && printf '%s\n' "$out" | grep -q "odl-init: start"; then
+# the guest that crashed shows the mark, then the sysrq panic, on its console
+crashed=$(for v in a b; do
+	grep -q "odl-init: start" "$VMPAIR_STATE/$v-console.log" 2>/dev/null &&
+		grep -q "sysrq triggered crash" "$VMPAIR_STATE/$v-console.log" && echo $v
+done)
+if [ "$rc" != 0 ] && [ "$n" = 0 ] && [ -n "$crashed" ]; then
 	ok "a kernel that dies after /init started: no retry, the failure at once (rc $rc)"
 else
 	not_ok "a kernel that dies after /init started: no retry, the failure at once" \
-		"rc=$rc retries=$n" "$out"
+		"rc=$rc retries=$n crashed after the mark: ${crashed:-none}" "$out"
 fi
 check "the failed pair is down again" gone
 
