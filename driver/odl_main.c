@@ -740,6 +740,13 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 				dev->stats.no_port++; /* unbound while staged */
 			break;
 		}
+		/* its RECV came while it was staged and was withdrawn: it is
+		 * not wanted, like one withdrawn before it began to arrive
+		 */
+		if (dev->rx.key && odl_cancelled_take(dev, f, dev->rx.key)) {
+			kvfree(dev->rx.stage);
+			break;
+		}
 		p = kzalloc(sizeof(*p), GFP_ATOMIC);
 		if (!p) {
 			kvfree(dev->rx.stage);
@@ -1249,8 +1256,9 @@ int odl_post_recv(struct odl_dev *dev, struct odl_file *f,
 }
 
 /* Withdraw the keyed RECV posted with @key (dev->lock held). Its message
- * has not begun to arrive (it would have taken the RECV): when it does, it
- * is discarded, so it neither waits among the held back messages nor is
+ * is not being written into it (it would have taken the RECV): when it
+ * arrives, or finishes arriving aside (staged before the RECV came), it is
+ * discarded, so it neither waits among the held back messages nor is
  * reported lost when their room is needed.
  */
 int odl_cancel_recv(struct odl_dev *dev, struct odl_file *f, u32 key)

@@ -285,7 +285,7 @@ static void ctl_command(struct ctl_client *cc, char *cmd)
 		ctl_reply(cc, "ok");
 	} else if (!strcmp(cmd, "help")) {
 		ctl_reply(cc, "commands: plug unplug status trace on|off help "
-			  "fault seed|list|clear|remove|drop|corrupt|tamper|delay|"
+			  "fault seed|list|clear|remove|release|drop|corrupt|tamper|delay|"
 			  "withhold-credits|unplug-after|retrain ... (fault help)");
 	} else {
 		char msg[CTL_LINE_MAX + 64];

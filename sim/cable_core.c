@@ -13,6 +13,7 @@ struct cable_flight {
 	uint64_t release;  /* ns: last bit arrives at the far end */
 	uint16_t type;
 	bool delayed;      /* counted in cable_end.delayed */
+	bool held;         /* delay us=hold: until cable_core_release() */
 	const char *note;  /* CABLE_NOTE_FAULT_* or NULL */
 	size_t len;
 	uint8_t msg[];     /* header + body */
@@ -249,6 +250,7 @@ static void forward(struct cable_core *c, int from, const uint8_t *msg,
 	f->next = NULL;
 	f->note = NULL;
 	f->delayed = false;
+	f->held = false;
 	cable_faults_on_wire(&c->faults, from, f->msg, len, &v);
 	if (v.drop) {
 		e->dropped++;
@@ -272,7 +274,12 @@ static void forward(struct cable_core *c, int from, const uint8_t *msg,
 		e->wire_carry = 0;
 	}
 	e->wire_free_at = start + wire_time(c, e, len);
-	f->release = e->wire_free_at + c->cfg.latency_ns + v.delay_ns;
+	if (v.delay_ns >= CABLE_DELAY_HOLD) {
+		f->release = UINT64_MAX;
+		f->held = true;
+	} else {
+		f->release = e->wire_free_at + c->cfg.latency_ns + v.delay_ns;
+	}
 	if (v.delay_ns) {
 		f->delayed = true;
 		e->delayed++;
@@ -475,6 +482,24 @@ void cable_core_tick(struct cable_core *c, uint64_t now)
 	}
 }
 
+unsigned cable_core_release(struct cable_core *c, uint64_t now)
+{
+	unsigned n = 0;
+
+	for (int i = 0; i < 2; i++) {
+		struct cable_flight *f;
+
+		for (f = c->end[i].head; f; f = f->next) {
+			if (!f->held)
+				continue;
+			f->held = false;
+			f->release = now;
+			n++;
+		}
+	}
+	return n;
+}
+
 uint64_t cable_core_next_deadline(const struct cable_core *c)
 {
 	uint64_t t = UINT64_MAX;
@@ -487,8 +512,12 @@ uint64_t cable_core_next_deadline(const struct cable_core *c)
 		const struct cable_flight *f;
 
 		for (f = c->end[i].head; f; f = f->next) {
-			uint64_t r = f->release > c->cfg.slack_ns ?
-					     f->release - c->cfg.slack_ns : 0;
+			uint64_t r;
+
+			if (f->held) /* no deadline: waits for a release */
+				continue;
+			r = f->release > c->cfg.slack_ns ?
+				f->release - c->cfg.slack_ns : 0;
 			if (r < t)
 				t = r;
 			if (!c->end[i].delayed)
@@ -622,7 +651,7 @@ static int kv_num(const char *w, const char *key, unsigned long long max,
 
 #define FAULT_USAGE "usage: fault seed N | list | clear | remove ID | " \
 	"drop|corrupt|tamper|delay|withhold-credits [hop=H|any|ctrl] [dir=a2b|b2a|both] " \
-	"[nth=N|every=N|ppm=P] [count=N|all] [bit=K|bits=LO-HI] [us=N] | " \
+	"[nth=N|every=N|ppm=P] [count=N|all] [bit=K|bits=LO-HI] [us=N|us=hold] | release | " \
 	"unplug-after frames=N [hop=H] [dir=D] [replug_ms=M] | " \
 	"retrain lanes=1|2 gbps=G [mode=bounce|live] [down_us=N] | retrain off"
 
@@ -698,14 +727,17 @@ static int ctl_fault(struct cable_core *c, char *args, uint64_t now, char *buf,
 	if (!strcmp(w, "clear")) {
 		bool had_cap = c->faults.cap_lanes != 0;
 
+		unsigned held = cable_core_release(c, now);
+
 		cable_faults_clear(&c->faults);
 		c->replug_at = 0;
 		if (c->hold) {
 			c->hold = false;
 			update_link(c, now, -1);
 		}
-		core_log(c, "fault: cleared%s", had_cap ?
-			 " (the retrain cap goes at the next training)" : "");
+		core_log(c, "fault: cleared%s; %u held message(s) released",
+			 had_cap ? " (the retrain cap goes at the next training)" : "",
+			 held);
 		return reply(buf, n, "ok");
 	}
 	if (!strcmp(w, "remove")) {
@@ -718,6 +750,15 @@ static int ctl_fault(struct cable_core *c, char *args, uint64_t now, char *buf,
 	}
 	if (!strcmp(w, "retrain"))
 		return ctl_retrain(c, rest, now, buf, n);
+	if (!strcmp(w, "release")) {
+		unsigned held;
+
+		if (*rest)
+			return reply(buf, n, "error: fault release takes no arguments");
+		held = cable_core_release(c, now);
+		core_log(c, "fault: released %u held message(s)", held);
+		return reply(buf, n, "ok released %u", held);
+	}
 	{
 		char line[1100];
 		struct cable_fault *f;

@@ -128,7 +128,12 @@ void cable_core_plug(struct cable_core *c, uint64_t now);
 void cable_core_unplug(struct cable_core *c, uint64_t now);
 /* Deliver messages whose release time has come. */
 void cable_core_tick(struct cable_core *c, uint64_t now);
-/* Earliest time tick() has work to do, UINT64_MAX if none. */
+/*
+ * Release the messages `delay us=hold` holds on the wire: they are
+ * delivered at the next tick(), in wire order. Returns how many.
+ */
+unsigned cable_core_release(struct cable_core *c, uint64_t now);
+/* Earliest time tick() has work to do, UINT64_MAX if none (held messages have none). */
 uint64_t cable_core_next_deadline(const struct cable_core *c);
 
 /*

@@ -163,7 +163,7 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 	w = strtok_r(buf, " \t", &save);
 	if (!w || parse_kind(w, &f->kind))
 		return perr(err, errlen,
-			    "'%s'? expected seed, list, clear, remove, retrain, drop, "
+			    "'%s'? expected seed, list, clear, remove, release, retrain, drop, "
 			    "corrupt, tamper, withhold-credits, delay or unplug-after",
 			    w ? w : "");
 	kname = cable_fault_kind_name(f->kind);
@@ -243,10 +243,14 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 			f->bit = (int)v;
 			f->bit_hi = (int)hi;
 		} else if (!strcmp(key, "us") && f->kind == CF_DELAY) {
-			if (num(val, MAX_DELAY_US, &v))
-				return perr(err, errlen, "delay: us must be 0..%llu",
+			if (!strcmp(val, "hold"))
+				f->delay_ns = CABLE_DELAY_HOLD;
+			else if (num(val, MAX_DELAY_US, &v))
+				return perr(err, errlen,
+					    "delay: us must be 0..%llu or hold",
 					    MAX_DELAY_US);
-			f->delay_ns = v * 1000u;
+			else
+				f->delay_ns = v * 1000u;
 			have_us = true;
 		} else if (!strcmp(key, "frames") && f->kind == CF_UNPLUG_AFTER) {
 			if (num(val, UINT64_MAX, &v) || v == 0)
@@ -270,7 +274,7 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 	switch (f->kind) {
 	case CF_DELAY:
 		if (!have_us)
-			return perr(err, errlen, "delay: us=N is required");
+			return perr(err, errlen, "delay: us=N or us=hold is required");
 		break;
 	case CF_UNPLUG_AFTER:
 		if (!have_frames)
@@ -441,7 +445,12 @@ void cable_faults_on_wire(struct cable_faults *fs, int dir, uint8_t *msg,
 			break;
 		case CF_DELAY:
 			fs->tot_delayed++;
-			v->delay_ns += f->delay_ns;
+			/* a hold stays a hold whatever else adds up */
+			if (f->delay_ns >= CABLE_DELAY_HOLD ||
+			    v->delay_ns >= CABLE_DELAY_HOLD)
+				v->delay_ns = CABLE_DELAY_HOLD;
+			else
+				v->delay_ns += f->delay_ns;
 			break;
 		case CF_UNPLUG_AFTER:
 			break;
@@ -516,7 +525,9 @@ static void describe(struct odl_sb *s, const struct cable_fault *f)
 		else
 			odl_sbf(s, " bit=random");
 	}
-	if (f->kind == CF_DELAY)
+	if (f->kind == CF_DELAY && f->delay_ns >= CABLE_DELAY_HOLD)
+		odl_sbf(s, " us=hold");
+	else if (f->kind == CF_DELAY)
 		odl_sbf(s, " us=%llu", (unsigned long long)(f->delay_ns / 1000u));
 	if (f->kind == CF_UNPLUG_AFTER) {
 		odl_sbf(s, " frames=%llu", (unsigned long long)f->frames);

@@ -24,6 +24,8 @@
 #define CABLE_FAULT_HOP_ANY (-1)
 #define CABLE_FAULT_HOP_CTRL 0  /* hop=0: the control channel (CTRL) */
 #define CABLE_FAULT_DIR_BOTH (-1)
+/* delay_ns of `delay us=hold`: held on the wire until `fault release` */
+#define CABLE_DELAY_HOLD (UINT64_C(1) << 62)
 
 enum cable_fault_kind {
 	CF_DROP = 1,       /* the message is not delivered */
@@ -46,7 +48,7 @@ struct cable_fault {
 	uint64_t count;     /* stop after this many hits in all; 0 = no limit */
 	int bit;            /* corrupt/tamper: bit index in the payload, -1 random */
 	int bit_hi;         /* bits=LO-HI: random in bit..bit_hi; else -1 */
-	uint64_t delay_ns;  /* delay */
+	uint64_t delay_ns;  /* delay; CABLE_DELAY_HOLD: until released */
 	uint64_t frames;    /* unplug-after: delivered DATA frames */
 	uint64_t replug_ns; /* unplug-after: replug after this; 0 = never */
 	/* state and counters */

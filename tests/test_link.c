@@ -1124,6 +1124,8 @@ START_TEST(t_fault_syntax)
 	ctl_err("fault drop hop=8 nth");
 	ctl_err("fault drop hop=8 us=5");
 	ctl_err("fault delay hop=8");
+	ctl_err("fault delay hop=8 us=held");
+	ctl_err("fault release 3");
 	ctl_err("fault corrupt ppm=1000001");
 	ctl_err("fault unplug-after");
 	ctl_err("fault unplug-after frames=3 nth=2");
@@ -1423,6 +1425,53 @@ START_TEST(t_fault_withhold_credits)
 		ck_assert_uint_eq(g.idx, 0);
 	}
 	ck_assert_uint_eq(C.faults.tot_withheld, 22);
+}
+END_TEST
+
+START_TEST(t_fault_hold)
+{
+	uint64_t t0 = 1000;
+
+	bring_up(0);
+	ck_assert_str_eq(ctl("fault delay hop=8 dir=a2b nth=2 us=hold", 0),
+			 "ok #1 delay hop=8 dir=a2b nth=2 us=hold");
+	ck_assert_str_eq(ctl("fault release", t0), "ok released 0");
+	send_data(0, 8, 1, t0);
+	send_data(0, 8, 2, t0);
+	send_data(0, 8, 3, t0);
+	/* the held frame has no deadline: the others overtake it */
+	cable_core_tick(&C, t0 + 1000000);
+	ck_assert_uint_eq(next_got(1).idx, 1);
+	ck_assert_uint_eq(next_got(1).idx, 3);
+	expect_none(1);
+	ck_assert_uint_eq(cable_core_next_deadline(&C), UINT64_MAX);
+	cable_core_tick(&C, UINT64_MAX - 1);
+	expect_none(1);
+	ck_assert_uint_eq(C.end[0].delayed, 1);
+	ck_assert_str_eq(ctl("fault release", t0 + 2000000), "ok released 1");
+	ck_assert_uint_le(cable_core_next_deadline(&C), t0 + 2000000);
+	cable_core_tick(&C, t0 + 2000000);
+	ck_assert_uint_eq(next_got(1).idx, 2);
+	expect_none(1);
+	ck_assert_uint_eq(C.end[0].delayed, 0);
+	ck_assert_uint_eq(C.end[0].flight_bytes, 0);
+	ck_assert_str_eq(ctl("fault release", t0 + 2000001), "ok released 0");
+	/* a timed delay added to a hold is still a hold; clear releases it */
+	ctl_ok("fault delay hop=8 dir=a2b us=50", t0);
+	ctl_ok("fault delay hop=8 dir=a2b us=hold", t0);
+	send_data(0, 8, 4, t0 + 3000000);
+	cable_core_tick(&C, t0 + 4000000);
+	expect_none(1);
+	ctl_ok("fault clear", t0 + 4000000);
+	cable_core_tick(&C, t0 + 4000000);
+	ck_assert_uint_eq(next_got(1).idx, 4);
+	expect_none(1);
+	/* an unplug discards a held frame like any in flight */
+	ctl_ok("fault delay hop=8 us=hold", t0);
+	send_data(0, 8, 5, t0 + 5000000);
+	ctl_ok("unplug", t0 + 5000001);
+	ck_assert_uint_eq(C.end[0].delayed, 0);
+	ck_assert_str_eq(ctl("fault release", t0 + 5000002), "ok released 0");
 }
 END_TEST
 
@@ -1767,6 +1816,7 @@ static Suite *link_suite(void)
 	tcase_add_test(tc, t_fault_tamper);
 	tcase_add_test(tc, t_fault_withhold_credits);
 	tcase_add_test(tc, t_fault_delay);
+	tcase_add_test(tc, t_fault_hold);
 	tcase_add_test(tc, t_fault_unplug_after);
 	tcase_add_test(tc, t_fault_retrain);
 	tcase_add_test(tc, t_fault_deterministic);

@@ -11,9 +11,13 @@
 # A message that starts right after a gap (the one before lost its last
 # frame) and finds no RECV and no room holds the RX ring for its RECV like
 # any other (odl_xfer stallsend / stallrecv -f): not dropped.
+# A keyed message staged aside whose RECV is posted and withdrawn before
+# its last frame comes (held on the cable, `fault delay us=hold`, until
+# `fault release`) is discarded on arrival (odl_libvm stagecancel /
+# sendkeyed).
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 12
+tap_plan 13
 tap_timeout 1500
 odl_setup
 hop=$(odl_data_hop a)
@@ -98,6 +102,43 @@ else
 fi
 vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
 wait_for "! vm b pidof odl_xfer" 30
+"$VMPAIR" cable fault clear >/dev/null
+# a keyed message that began to arrive with no RECV (staged aside) and
+# whose RECV is then posted and withdrawn before its last frame comes is
+# discarded when it comes (rx_cancelled), not held for a RECV nobody will
+# post (it was, until reported lost after rx_stall_ms). The cable holds the
+# message's last frame (us=hold) until b has posted and withdrawn
+# (tests/guest/odl_libvm stagecancel, which also checks the counters), then
+# releases it: no timing window
+S=4194304
+f=$(frames $S)
+dr0=$(odl_stat b drops)
+vm b sh -c "rm -f /tmp/sc.log; setsid sh -c '/tmp/odl_libvm --port 77 --frames $f stagecancel $S; echo \"odl_libvm exit \$?\"' > /tmp/sc.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/sc.log" 30
+"$VMPAIR" cable fault "delay hop=$hop dir=a2b nth=$f count=1 us=hold" >/dev/null ||
+	bail_out "cable fault delay nth=$f us=hold failed"
+sk_out=$(mktemp)
+"$VMPAIR" exec a --timeout 180 -- /tmp/odl_libvm --port 77 sendkeyed $S > "$sk_out" 2>&1 &
+sk_pid=$!
+wait_for "vm b grep -qE 'withdrawn|odl_libvm exit' /tmp/sc.log" 120
+held=$("$VMPAIR" cable fault list)
+rel=$("$VMPAIR" cable fault release)
+wait $sk_pid
+rc=$?
+out=$(cat "$sk_out")
+rm -f "$sk_out"
+wait_for "vm b grep -q 'odl_libvm exit' /tmp/sc.log" 150
+desc="a keyed message staged aside whose RECV was posted and withdrawn before its last frame (held on the cable): discarded on arrival, nothing lost"
+flow=$(odl_flow a)
+if [ "$flow" != sw-credits ] && [ "$rc" = 0 ] && [ "$rel" = "ok released 1" ] &&
+	vm b grep -q 'odl_libvm exit 0' /tmp/sc.log && [ "$(odl_stat b drops)" = "$dr0" ]; then
+	ok "$desc" "$(vm b cat /tmp/sc.log)" "a: $out" "cable: $rel"
+else
+	not_ok "$desc" "a's flow control: $flow (the frame count needs a without software credits)" \
+		"a (exit $rc): $out" "b: $(vm b cat /tmp/sc.log 2>&1)" "before: drops=$dr0" \
+		"after: $(vm b /tmp/odl_xfer stats 2>&1)" "while held: $held" "release: $rel" \
+		"$(vm b dmesg | tail -n 20)"
+fi
 "$VMPAIR" cable fault clear >/dev/null
 odl_cli_run "after the faults: 256 x 1 MiB verified" 900 \
 	--test bandwidth --size 1M --iterations 256 --timeout 60000

@@ -23,6 +23,17 @@
  *       1.6) is its rx_cancelled counter, which the scenario reads
  *   odl_libvm [--device N] [--port P] sendkey SIZE
  *       the peer of batchcancel: a message with key 77, then an unkeyed one
+ *   odl_libvm [--device N] [--port P] --frames F stagecancel SIZE
+ *       the port open with no receive posted, print "ready"; once the
+ *       device has received F - 1 more frames (the message with key 77 is
+ *       being staged: it began to arrive with no receive; the scenario
+ *       holds its last frame on the cable, `fault delay us=hold`), post the
+ *       receive for key 77, withdraw it and print "withdrawn" (the scenario
+ *       then releases the frame); the driver must discard the message when
+ *       its last frame comes (its rx_cancelled counter, read in sysfs, goes
+ *       up by one within 120 s) and report nothing lost
+ *   odl_libvm [--device N] [--port P] sendkeyed SIZE
+ *       the peer of stagecancel: one message with key 77
  *
  * Exit 0 on success, 1 on a failed check, 2 on bad usage.
  */
@@ -275,9 +286,126 @@ static int do_sendkey(uint64_t size)
 	return 0;
 }
 
+/* a counter of the device's statistics/ directory in sysfs, or -1 */
+static long long dev_stat(int dev, const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/odl_tb5/odl_tb5_%d/statistics/%s",
+		 dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* wait up to ms for counter name to reach at least want */
+static long long wait_stat(int dev, const char *name, long long want, int ms)
+{
+	struct timespec nap = { 0, 10 * 1000 * 1000 };
+	double end = now_s() + ms / 1000.0;
+	long long v;
+
+	while ((v = dev_stat(dev, name)) >= 0 && v < want && now_s() < end)
+		nanosleep(&nap, NULL);
+	return v;
+}
+
+static int do_stagecancel(int dev, uint64_t size, long long frames)
+{
+	struct odl_tb5_completion c;
+	long long f0, c0, v;
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_RECV, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	f0 = dev_stat(dev, "rx_frames");
+	c0 = dev_stat(dev, "rx_cancelled");
+	if (f0 < 0 || c0 < 0)
+		return fail("read statistics/rx_frames and rx_cancelled in sysfs", 0);
+	printf("ready\n");
+	fflush(stdout);
+	v = wait_stat(dev, "rx_frames", f0 + frames - 1, PEER_MS);
+	if (v < f0 + frames - 1) {
+		fprintf(stderr, "odl_libvm: %lld of the %lld frames before the last came\n",
+			v - f0, frames - 1);
+		return 1;
+	}
+	if (dev_stat(dev, "rx_frames") != f0 + frames - 1) {
+		fprintf(stderr, "odl_libvm: the last frame came before the receive was posted "
+			"(the cable did not hold it)\n");
+		return 1;
+	}
+	r = odl_tb5_post_recv_key(h, id, 0, size, CANCEL_KEY, 20, 0);
+	if (r)
+		return fail("post the keyed receive", r);
+	r = odl_tb5_cancel_recv(h, CANCEL_KEY);
+	if (r)
+		return fail("withdraw the keyed receive while its message is staged", r);
+	r = odl_tb5_poll(h, &c, 1, 10000, 0);
+	if (r != 1 || c.op != ODL_TB5_OP_RECV || c.cookie != 20 || c.status != -ECANCELED) {
+		fprintf(stderr, "odl_libvm: after the withdrawal poll returned %d (status %d), "
+			"want the keyed receive with -ECANCELED\n", r, r == 1 ? c.status : 0);
+		return 1;
+	}
+	if (dev_stat(dev, "rx_frames") != f0 + frames - 1) {
+		fprintf(stderr, "odl_libvm: the last frame came while the receive was posted "
+			"(the cable did not hold it)\n");
+		return 1;
+	}
+	printf("withdrawn\n");
+	fflush(stdout);
+	v = wait_stat(dev, "rx_cancelled", c0 + 1, 120000);
+	if (v != c0 + 1) {
+		fprintf(stderr, "odl_libvm: rx_cancelled %lld -> %lld: the staged message for the "
+			"withdrawn key was not discarded (held for a receive nobody will post)\n",
+			c0, v);
+		return 1;
+	}
+	r = odl_tb5_poll(h, &c, 1, 0, 0);
+	if (r != -EAGAIN)
+		return fail("after the discard poll must find nothing", r < 0 ? r : 0);
+	printf("the message staged for the withdrawn key was discarded (rx_cancelled %lld -> %lld)\n",
+	       c0, v);
+	return 0;
+}
+
+static int do_sendkeyed(uint64_t size)
+{
+	struct odl_tb5_completion c;
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_SEND, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	for (uint64_t i = 0; i < size; i++)
+		p[i] = kpat(i);
+	r = odl_tb5_send_key(h, id, 0, size, CANCEL_KEY, 1, 0);
+	if (r)
+		return fail("send", r);
+	r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
+	if (r != 1)
+		return fail("wait for the send", r < 0 ? r : 0);
+	if (c.status)
+		return fail("the send failed", c.status);
+	printf("sent a message with key %d, %" PRIu64 " bytes\n", CANCEL_KEY, size);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int port = 1;
+	long long frames = 0;
 	int dev = 0, i = 1, r;
 	const char *mode;
 	uint64_t size;
@@ -288,13 +416,16 @@ int main(int argc, char **argv)
 			dev = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--port"))
 			port = (unsigned int)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--frames"))
+			frames = atoll(argv[i + 1]);
 		else
 			break;
 	}
 	if (argc - i != 2 || (strcmp(argv[i], "recv") && strcmp(argv[i], "shared") &&
-			      strcmp(argv[i], "batchcancel") && strcmp(argv[i], "sendkey"))) {
-		fprintf(stderr, "usage: odl_libvm [--device N] [--port P] "
-			"recv|shared|batchcancel|sendkey SIZE\n");
+			      strcmp(argv[i], "batchcancel") && strcmp(argv[i], "sendkey") &&
+			      strcmp(argv[i], "stagecancel") && strcmp(argv[i], "sendkeyed"))) {
+		fprintf(stderr, "usage: odl_libvm [--device N] [--port P] [--frames F] "
+			"recv|shared|batchcancel|sendkey|stagecancel|sendkeyed SIZE\n");
 		return 2;
 	}
 	errno = 0;
@@ -306,6 +437,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mode = argv[i];
+	if (!strcmp(mode, "stagecancel") && (frames < 2 || frames > 1000000)) {
+		fprintf(stderr, "odl_libvm: stagecancel needs --frames 2..1000000\n");
+		return 2;
+	}
 	r = open_dev(dev, port, !strcmp(mode, "shared") ? ODL_TB5_OPEN_BUSY_POLL :
 			 !strcmp(mode, "batchcancel") ? ODL_TB5_OPEN_BATCH : 0, size);
 	if (!r && !strcmp(mode, "recv"))
@@ -314,8 +449,12 @@ int main(int argc, char **argv)
 		r = do_shared(size);
 	else if (!r && !strcmp(mode, "batchcancel"))
 		r = do_batchcancel(size);
-	else if (!r)
+	else if (!r && !strcmp(mode, "sendkey"))
 		r = do_sendkey(size);
+	else if (!r && !strcmp(mode, "stagecancel"))
+		r = do_stagecancel(dev, size, frames);
+	else if (!r)
+		r = do_sendkeyed(size);
 	odl_tb5_close(h);
 	return r;
 }
