@@ -23,7 +23,7 @@ USERLIB_OUT   := $(BUILD)/userlib
 USERLIB_TDIR  := $(TOP)/tests/userlib
 USERLIB_SRCS  := $(USERLIB_DIR)/core.c $(USERLIB_DIR)/shm.c $(USERLIB_DIR)/kernel.c
 USERLIB_CLI   := $(USERLIB_DIR)/cli/odl_tb5_cli.c
-USERLIB_HDRS  := $(USERLIB_DIR)/include/odl_tb5/odl_tb5.h $(USERLIB_DIR)/odl_priv.h \
+USERLIB_HDRS  := $(USERLIB_DIR)/include/odl_tb5/odl_tb5.h $(USERLIB_DIR)/odl_priv.h $(USERLIB_DIR)/odl_relax.h \
                  $(wildcard $(TOP)/driver/uapi/odl_tb5_uapi.h) $(TOP)/mk/userlib.mk
 USERLIB_TSRCS := $(sort $(wildcard $(USERLIB_TDIR)/*.c))
 USERLIB_THDRS := $(wildcard $(USERLIB_TDIR)/*.h)

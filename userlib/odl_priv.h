@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "odl_relax.h"
 #include "odl_tb5/odl_tb5.h"
 
 #define ODL_EXPORT __attribute__((visibility("default")))
@@ -127,30 +128,25 @@ static inline void odl_lock(struct odl_tb5 *h)
 	atomic_fetch_sub(&h->lock_waiters, 1);
 }
 
-static inline void odl_cpu_relax(void)
+/* with the handle's lock just let go: a thread blocked on it goes first
+ * (an unlock followed at once by a lock would nearly always win it back:
+ * a blocked thread needs a wake-up first), bounded so that a miscount
+ * cannot stall the caller */
+static inline void odl_yield_to_waiters(struct odl_tb5 *h)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
+	for (int i = 0; i < 1000 && atomic_load(&h->lock_waiters); i++)
+		sched_yield();
 }
 
 /*
  * A busy-polling wait's turn between two looks (lock held on entry and on
- * return): the handle's other threads may post, send and poll meanwhile.
- * A thread already waiting for the lock gets it first (an unlock followed
- * at once by a lock would nearly always win it back: a blocked thread
- * needs a wake-up first), bounded so that a miscount cannot stall the
- * wait.
+ * return): the handle's other threads may post, send and poll meanwhile;
+ * one already waiting for the lock gets it first.
  */
 static inline void odl_busy_turn(struct odl_tb5 *h, unsigned int spins)
 {
 	pthread_mutex_unlock(&h->lock);
-	for (int i = 0; i < 1000 && atomic_load(&h->lock_waiters); i++)
-		sched_yield();
+	odl_yield_to_waiters(h);
 	for (unsigned int i = 0; i < spins; i++)
 		odl_cpu_relax();
 	odl_lock(h);

@@ -848,9 +848,7 @@ static int wait_for(struct odl_tb5 *h, uint64_t deadline, bool busy,
 		if (busy) {
 			int i;
 
-			/* a thread waiting for the lock gets it first */
-			for (i = 0; i < 1000 && atomic_load(&h->lock_waiters); i++)
-				sched_yield();
+			odl_yield_to_waiters(h);
 			for (i = 0; i < 2000 && atomic_load(&me->event) == ev; i++)
 				odl_cpu_relax();
 		} else {

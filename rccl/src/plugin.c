@@ -64,6 +64,7 @@
 #include <linux/dma-buf.h>
 
 #include "odl_nccl_net.h"
+#include "odl_relax.h"
 #include "odl_tb5/odl_tb5.h"
 #include "odl_tb5_rccl_profiler.h"
 #include "odl_tb5_rccl_stats.h"
@@ -1773,15 +1774,6 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 }
 
 /* a busy-polling loop's pause: lets the core's other hardware thread run */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 /* Opportunistic progress from API calls; never waits. */
 static void try_progress(struct odlp_dev *d)
 {
@@ -3324,7 +3316,7 @@ static bool caller_reap(struct odlp_dev *d, struct odlp_req *r)
 		if (full)
 			continue; /* the library may hold more than the descriptor shows */
 		if (now < spin_end) {
-			cpu_relax();
+			odl_cpu_relax();
 			continue;
 		}
 		if (npf) {
