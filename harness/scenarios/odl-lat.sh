@@ -7,9 +7,11 @@
 # waits in odl_tb5_poll, and that poll returns the send's completion. And a
 # keyed receive withdrawn while still in a batch-mode handle's batch: the
 # driver hears of it and discards its message on arrival (rx_cancelled).
+# And a busy-polling send that waits for room lets another thread of its
+# handle in (odl_libvm slotwait / recvmany).
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 7
+tap_plan 8
 tap_timeout 1200
 odl_setup
 for spec in "64 2000" "4K 2000" "1M 100"; do
@@ -35,6 +37,39 @@ if [ "$rc" = 0 ] && [ "$rc1" = $((rc0 + 1)) ]; then
 	ok "$desc" "$LIBVM_RX"
 else
 	not_ok "$desc" "b: $LIBVM_TX" "a: $LIBVM_RX" "a: rx_cancelled $rc0 -> $rc1 (want +1)"
+fi
+# a busy-polling send waiting for room (the peer takes nothing: its queue
+# fills, then the RX ring is held, then a's 256 sends are all out) lets the
+# handle's other thread in between its looks; then b receives all 512.
+# rx_stall_ms raised on both sides so that nothing gives way (b drops no
+# held message, a sees no TX wedge) while the stall is being looked at
+sm_a=$(vm a cat /sys/module/odl_tb5/parameters/rx_stall_ms)
+sm_b=$(vm b cat /sys/module/odl_tb5/parameters/rx_stall_ms)
+vm a sh -c 'echo 120000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
+vm b sh -c 'echo 120000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
+dr0=$(odl_stat b drops)
+vm b sh -c "rm -f /tmp/go /tmp/many.log; setsid sh -c '/tmp/odl_libvm --port 9 --count 512 --go /tmp/go recvmany 262144; echo \"odl_libvm exit \$?\"' > /tmp/many.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/many.log" 60
+sw_out=$(mktemp)
+"$VMPAIR" exec a --timeout 400 -- /tmp/odl_libvm --port 9 --count 512 slotwait 262144 > "$sw_out" 2>&1 &
+sw_pid=$!
+wait_for "grep -q stalled '$sw_out' || ! kill -0 $sw_pid 2>/dev/null" 240
+vm b touch /tmp/go
+wait $sw_pid
+rc=$?
+out=$(cat "$sw_out")
+rm -f "$sw_out"
+wait_for "vm b grep -q 'odl_libvm exit' /tmp/many.log" 300
+vm a sh -c "echo $sm_a > /sys/module/odl_tb5/parameters/rx_stall_ms"
+vm b sh -c "echo $sm_b > /sys/module/odl_tb5/parameters/rx_stall_ms"
+desc="a busy-polling send waiting for room lets the handle's other thread in; then 512 x 256 KiB delivered and verified"
+if [ "$rc" = 0 ] && vm b grep -q 'odl_libvm exit 0' /tmp/many.log &&
+	[ "$(odl_stat b drops)" = "$dr0" ]; then
+	ok "$desc" "a: $out" "b: $(vm b cat /tmp/many.log)"
+else
+	not_ok "$desc" "a (exit $rc): $out" "b: $(vm b cat /tmp/many.log 2>&1)" \
+		"b: drops $dr0 -> $(odl_stat b drops)" "a: $(vm a /tmp/odl_xfer stats 2>&1)" \
+		"b: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
 odl_check_clean
 tap_done

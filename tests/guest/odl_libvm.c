@@ -34,6 +34,21 @@
  *       up by one within 120 s) and report nothing lost
  *   odl_libvm [--device N] [--port P] sendkeyed SIZE
  *       the peer of stagecancel: one message with key 77
+ *   odl_libvm [--device N] [--port P] [--count N] slotwait SIZE
+ *       a handle that busy-polls by default: a second thread sends N
+ *       messages (default 512), reaping as it goes, into a peer that
+ *       receives nothing yet, until a send has to wait for room (the
+ *       driver's 256 outstanding sends, the peer's queue full). While that
+ *       send waits, the main thread asks for the handle's counts
+ *       (odl_tb5_pending, which takes the lock): it must get in within
+ *       5 s and while the send still waits (a send that kept the lock
+ *       between its looks kept it out until the send gave up, 30 s). Then
+ *       "stalled" is printed: the peer may receive, and every send must
+ *       complete with status 0
+ *   odl_libvm [--device N] [--port P] [--count N] --go FILE recvmany SIZE
+ *       the peer of slotwait: print "ready", wait up to 300 s for FILE to
+ *       exist, then receive N messages (8 receives posted at a time) and
+ *       check every one
  *
  * Exit 0 on success, 1 on a failed check, 2 on bad usage.
  */
@@ -47,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "odl_tb5/odl_tb5.h"
 
@@ -110,7 +126,8 @@ static void *poller(void *arg)
 	return NULL;
 }
 
-static int open_dev(int dev, unsigned int port, uint32_t flags, uint64_t size)
+static int open_dev(int dev, unsigned int port, uint32_t flags, uint64_t size,
+		    unsigned int nmsg)
 {
 	struct odl_tb5_open_opts o;
 	int r;
@@ -118,7 +135,7 @@ static int open_dev(int dev, unsigned int port, uint32_t flags, uint64_t size)
 	odl_tb5_open_opts_init(&o);
 	o.port = port;
 	o.flags = flags;
-	o.ring_bytes = (2 * size + 4095) & ~4095ull; /* room for two messages */
+	o.ring_bytes = (nmsg * size + 4095) & ~4095ull; /* room for nmsg messages */
 	r = odl_tb5_open_index(dev, &o, &h);
 	if (r)
 		return fail("open", r);
@@ -286,6 +303,172 @@ static int do_sendkey(uint64_t size)
 	return 0;
 }
 
+static atomic_int sw_in_send;	/* the sender thread is inside a send */
+static _Atomic double sw_enter;	/* since when */
+static atomic_llong sw_done;	/* sends completed with status 0 */
+static atomic_llong sw_returned;	/* send calls that returned */
+static int sw_rc;
+static long long sw_count;
+static uint64_t sw_size;
+static uint32_t sw_id;
+
+/* reap the sender's completions; wait: block until all are in */
+static int sw_reap(bool wait, long long posted)
+{
+	struct odl_tb5_completion c[16];
+	int r;
+
+	do {
+		r = odl_tb5_poll(h, c, 16, wait ? PEER_MS : 0, 0);
+		if (r == -EAGAIN && !wait)
+			return 0;
+		if (r < 0)
+			return r;
+		for (int i = 0; i < r; i++) {
+			if (c[i].op != ODL_TB5_OP_SEND || c[i].status)
+				return c[i].status ? c[i].status : -EPROTO;
+			atomic_fetch_add(&sw_done, 1);
+		}
+	} while (wait && atomic_load(&sw_done) < posted);
+	return 0;
+}
+
+static void *sw_sender(void *arg)
+{
+	long long n;
+	int r = 0;
+
+	(void)arg;
+	for (n = 0; n < sw_count && !r; n++) {
+		sw_enter = now_s();
+		atomic_store(&sw_in_send, 1);
+		r = odl_tb5_send(h, sw_id, 0, sw_size, (uint64_t)n, 0);
+		atomic_fetch_add(&sw_returned, 1);
+		atomic_store(&sw_in_send, 0);
+		if (!r)
+			r = sw_reap(false, 0);
+	}
+	if (!r)
+		r = sw_reap(true, sw_count);
+	sw_rc = r;
+	return NULL;
+}
+
+static int do_slotwait(uint64_t size, long long count)
+{
+	struct timespec nap = { 0, 10 * 1000 * 1000 };
+	unsigned int ns = 0, nr = 0;
+	double t0, got_s, waited = 0;
+	long long ret0 = 0;
+	bool still;
+	pthread_t th;
+	uint8_t *p;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_SEND, &sw_id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	for (uint64_t i = 0; i < size; i++)
+		p[i] = pat(i);
+	sw_size = size;
+	sw_count = count;
+	if (pthread_create(&th, NULL, sw_sender, NULL))
+		return fail("thread", 0);
+	/* a send that has waited 1 s waits for room: the peer takes nothing */
+	t0 = now_s();
+	while (now_s() - t0 < 120) {
+		ret0 = atomic_load(&sw_returned); /* before: the send seen is this one */
+		if (atomic_load(&sw_in_send) && (waited = now_s() - sw_enter) >= 1.0)
+			break;
+		if (atomic_load(&sw_done) + 1 >= count) /* all went: no wait came */
+			break;
+		nanosleep(&nap, NULL);
+	}
+	if (waited < 1.0) {
+		fprintf(stderr, "odl_libvm: no send waited for room (%lld of %lld completed)\n",
+			(long long)atomic_load(&sw_done), count);
+		printf("stalled\n"); /* let the peer end */
+		fflush(stdout);
+		pthread_join(th, NULL);
+		return 1;
+	}
+	t0 = now_s();
+	r = odl_tb5_pending(h, &ns, &nr);
+	got_s = now_s() - t0;
+	still = atomic_load(&sw_returned) == ret0;
+	printf("a send waited %.1f s for room; the other thread got the lock after %.3f s "
+	       "(pending returned %d: %u sends outstanding), the send %s\n", waited, got_s, r,
+	       ns, still ? "still waiting" : "no longer waiting");
+	printf("stalled\n");
+	fflush(stdout);
+	pthread_join(th, NULL);
+	printf("%lld sends of %" PRIu64 " bytes completed (sender: %d)\n",
+	       (long long)atomic_load(&sw_done), size, sw_rc);
+	if (r)
+		return fail("pending", r);
+	if (got_s >= 5.0 || !still) {
+		fprintf(stderr, "odl_libvm: the thread beside the waiting send got the lock after "
+			"%.1f s%s\n", got_s, still ? "" : ", when the send no longer waited");
+		return 1;
+	}
+	if (sw_rc)
+		return fail("the sender", sw_rc);
+	return 0;
+}
+
+static int do_recvmany(uint64_t size, long long count, const char *go)
+{
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	struct odl_tb5_completion c;
+	long long posted = 0, got = 0;
+	double end;
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, 8 * size, ODL_TB5_BUF_RECV, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	printf("ready\n");
+	fflush(stdout);
+	end = now_s() + 300;
+	while (access(go, F_OK) && now_s() < end)
+		nanosleep(&nap, NULL);
+	if (access(go, F_OK)) {
+		fprintf(stderr, "odl_libvm: no %s after 300 s\n", go);
+		return 1;
+	}
+	for (; posted < count && posted < 8; posted++) {
+		r = odl_tb5_post_recv(h, id, (uint64_t)posted * size, size, (uint64_t)posted, 0);
+		if (r)
+			return fail("post a receive", r);
+	}
+	while (got < count) {
+		uint64_t slot;
+
+		r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
+		if (r != 1)
+			return fail("wait for a message", r < 0 ? r : 0);
+		slot = c.cookie % 8;
+		if (c.op != ODL_TB5_OP_RECV || c.status || c.length != size) {
+			fprintf(stderr, "odl_libvm: message %lld: op %u status %d length %" PRIu64
+				"\n", got, c.op, c.status, c.length);
+			return 1;
+		}
+		if (check_pattern(p + slot * size, size))
+			return 1;
+		got++;
+		if (posted < count) {
+			r = odl_tb5_post_recv(h, id, slot * size, size, (uint64_t)posted, 0);
+			if (r)
+				return fail("post a receive", r);
+			posted++;
+		}
+	}
+	printf("received %lld messages of %" PRIu64 " bytes, every one verified\n", got, size);
+	return 0;
+}
+
 /* a counter of the device's statistics/ directory in sysfs, or -1 */
 static long long dev_stat(int dev, const char *name)
 {
@@ -405,7 +588,8 @@ static int do_sendkeyed(uint64_t size)
 int main(int argc, char **argv)
 {
 	unsigned int port = 1;
-	long long frames = 0;
+	long long frames = 0, count = 512;
+	const char *go = NULL;
 	int dev = 0, i = 1, r;
 	const char *mode;
 	uint64_t size;
@@ -418,14 +602,20 @@ int main(int argc, char **argv)
 			port = (unsigned int)atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--frames"))
 			frames = atoll(argv[i + 1]);
+		else if (!strcmp(argv[i], "--count"))
+			count = atoll(argv[i + 1]);
+		else if (!strcmp(argv[i], "--go"))
+			go = argv[i + 1];
 		else
 			break;
 	}
 	if (argc - i != 2 || (strcmp(argv[i], "recv") && strcmp(argv[i], "shared") &&
 			      strcmp(argv[i], "batchcancel") && strcmp(argv[i], "sendkey") &&
-			      strcmp(argv[i], "stagecancel") && strcmp(argv[i], "sendkeyed"))) {
-		fprintf(stderr, "usage: odl_libvm [--device N] [--port P] [--frames F] "
-			"recv|shared|batchcancel|sendkey|stagecancel|sendkeyed SIZE\n");
+			      strcmp(argv[i], "stagecancel") && strcmp(argv[i], "sendkeyed") &&
+			      strcmp(argv[i], "slotwait") && strcmp(argv[i], "recvmany"))) {
+		fprintf(stderr, "usage: odl_libvm [--device N] [--port P] [--frames F] [--count N] "
+			"[--go FILE] recv|shared|batchcancel|sendkey|stagecancel|sendkeyed|"
+			"slotwait|recvmany SIZE\n");
 		return 2;
 	}
 	errno = 0;
@@ -441,8 +631,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "odl_libvm: stagecancel needs --frames 2..1000000\n");
 		return 2;
 	}
-	r = open_dev(dev, port, !strcmp(mode, "shared") ? ODL_TB5_OPEN_BUSY_POLL :
-			 !strcmp(mode, "batchcancel") ? ODL_TB5_OPEN_BATCH : 0, size);
+	if (count < 1 || count > 100000 || (!strcmp(mode, "recvmany") && !go)) {
+		fprintf(stderr, "odl_libvm: --count must be 1..100000; recvmany needs --go FILE\n");
+		return 2;
+	}
+	r = open_dev(dev, port, !strcmp(mode, "shared") || !strcmp(mode, "slotwait") ?
+			 ODL_TB5_OPEN_BUSY_POLL :
+			 !strcmp(mode, "batchcancel") ? ODL_TB5_OPEN_BATCH : 0, size,
+		     !strcmp(mode, "recvmany") ? 8 : 2);
 	if (!r && !strcmp(mode, "recv"))
 		r = do_recv(size);
 	else if (!r && !strcmp(mode, "shared"))
@@ -453,6 +649,10 @@ int main(int argc, char **argv)
 		r = do_sendkey(size);
 	else if (!r && !strcmp(mode, "stagecancel"))
 		r = do_stagecancel(dev, size, frames);
+	else if (!r && !strcmp(mode, "slotwait"))
+		r = do_slotwait(size, count);
+	else if (!r && !strcmp(mode, "recvmany"))
+		r = do_recvmany(size, count, go);
 	else if (!r)
 		r = do_sendkeyed(size);
 	odl_tb5_close(h);
