@@ -745,6 +745,8 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		 */
 		if (dev->rx.key && odl_cancelled_take(dev, f, dev->rx.key)) {
 			kvfree(dev->rx.stage);
+			/* counted as that one is: not a received message */
+			dev->rx.target = ODL_RX_DISCARD;
 			break;
 		}
 		p = kzalloc(sizeof(*p), GFP_ATOMIC);

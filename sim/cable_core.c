@@ -463,7 +463,7 @@ void cable_core_tick(struct cable_core *c, uint64_t now)
 		while (*pp) {
 			struct cable_flight *f = *pp;
 
-			if (f->release > now + c->cfg.slack_ns) {
+			if (f->held || f->release > now + c->cfg.slack_ns) {
 				if (!e->delayed)
 					break;
 				prev = f;

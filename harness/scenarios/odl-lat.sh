@@ -45,6 +45,14 @@ fi
 # held message, a sees no TX wedge) while the stall is being looked at
 sm_a=$(vm a cat /sys/module/odl_tb5/parameters/rx_stall_ms)
 sm_b=$(vm b cat /sys/module/odl_tb5/parameters/rx_stall_ms)
+for v in "$sm_a" "$sm_b"; do
+	case $v in '' | *[!0-9]*) bail_out "cannot read rx_stall_ms: a '$sm_a', b '$sm_b'" ;; esac
+done
+stall_restore() {
+	vm a sh -c "echo $sm_a > /sys/module/odl_tb5/parameters/rx_stall_ms"
+	vm b sh -c "echo $sm_b > /sys/module/odl_tb5/parameters/rx_stall_ms"
+}
+tap_cleanup stall_restore	# also when the watchdog ends the scenario (KEEP_PAIR)
 vm a sh -c 'echo 120000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 vm b sh -c 'echo 120000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 dr0=$(odl_stat b drops)
@@ -60,8 +68,7 @@ rc=$?
 out=$(cat "$sw_out")
 rm -f "$sw_out"
 wait_for "vm b grep -q 'odl_libvm exit' /tmp/many.log" 300
-vm a sh -c "echo $sm_a > /sys/module/odl_tb5/parameters/rx_stall_ms"
-vm b sh -c "echo $sm_b > /sys/module/odl_tb5/parameters/rx_stall_ms"
+stall_restore
 desc="a busy-polling send waiting for room lets the handle's other thread in; then 512 x 256 KiB delivered and verified"
 if [ "$rc" = 0 ] && vm b grep -q 'odl_libvm exit 0' /tmp/many.log &&
 	[ "$(odl_stat b drops)" = "$dr0" ]; then

@@ -1773,7 +1773,6 @@ static int dev_progress(struct odlp_dev *d, int timeout_ms)
 	return n > 0 ? n : 0;
 }
 
-/* a busy-polling loop's pause: lets the core's other hardware thread run */
 /* Opportunistic progress from API calls; never waits. */
 static void try_progress(struct odlp_dev *d)
 {
