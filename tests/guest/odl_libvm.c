@@ -222,6 +222,29 @@ static int do_shared(uint64_t size)
 	return bad;
 }
 
+/* post a receive with CANCEL_KEY at the buffer's start and withdraw it:
+ * it must complete with -ECANCELED (0), else 1 */
+static int post_withdraw(uint32_t id, uint64_t size, uint64_t cookie)
+{
+	struct odl_tb5_completion c;
+	int r;
+
+	r = odl_tb5_post_recv_key(h, id, 0, size, CANCEL_KEY, cookie, 0);
+	if (r)
+		return fail("post the keyed receive", r);
+	r = odl_tb5_cancel_recv(h, CANCEL_KEY);
+	if (r)
+		return fail("withdraw the keyed receive", r);
+	r = odl_tb5_poll(h, &c, 1, 10000, 0);
+	if (r != 1 || c.op != ODL_TB5_OP_RECV || c.cookie != cookie || c.status != -ECANCELED) {
+		fprintf(stderr, "odl_libvm: after the withdrawal poll returned %d (op %u cookie %"
+			PRIu64 " status %d), want the keyed receive with -ECANCELED\n",
+			r, r == 1 ? c.op : 0, r == 1 ? c.cookie : 0, r == 1 ? c.status : 0);
+		return 1;
+	}
+	return 0;
+}
+
 static int do_batchcancel(uint64_t size)
 {
 	struct odl_tb5_completion c;
@@ -233,19 +256,8 @@ static int do_batchcancel(uint64_t size)
 	r = odl_tb5_buf_alloc(h, 2 * size, ODL_TB5_BUF_RECV, &id, (void **)&p);
 	if (r)
 		return fail("buffer", r);
-	r = odl_tb5_post_recv_key(h, id, 0, size, CANCEL_KEY, 10, 0);
-	if (r)
-		return fail("post the keyed receive (batched)", r);
-	r = odl_tb5_cancel_recv(h, CANCEL_KEY);
-	if (r)
-		return fail("withdraw the keyed receive", r);
-	r = odl_tb5_poll(h, &c, 1, 10000, 0);
-	if (r != 1 || c.op != ODL_TB5_OP_RECV || c.cookie != 10 || c.status != -ECANCELED) {
-		fprintf(stderr, "odl_libvm: after the withdrawal poll returned %d (op %u cookie %"
-			PRIu64 " status %d), want the keyed receive with -ECANCELED\n",
-			r, r == 1 ? c.op : 0, r == 1 ? c.cookie : 0, r == 1 ? c.status : 0);
+	if (post_withdraw(id, size, 10))
 		return 1;
-	}
 	r = odl_tb5_post_recv(h, id, size, size, 11, 0);
 	if (!r)
 		r = odl_tb5_pending(h, &ns, &nr); /* hands the batch to the driver */
@@ -535,18 +547,8 @@ static int do_stagecancel(int dev, uint64_t size, long long frames)
 			"(the cable did not hold it)\n");
 		return 1;
 	}
-	r = odl_tb5_post_recv_key(h, id, 0, size, CANCEL_KEY, 20, 0);
-	if (r)
-		return fail("post the keyed receive", r);
-	r = odl_tb5_cancel_recv(h, CANCEL_KEY);
-	if (r)
-		return fail("withdraw the keyed receive while its message is staged", r);
-	r = odl_tb5_poll(h, &c, 1, 10000, 0);
-	if (r != 1 || c.op != ODL_TB5_OP_RECV || c.cookie != 20 || c.status != -ECANCELED) {
-		fprintf(stderr, "odl_libvm: after the withdrawal poll returned %d (status %d), "
-			"want the keyed receive with -ECANCELED\n", r, r == 1 ? c.status : 0);
+	if (post_withdraw(id, size, 20))
 		return 1;
-	}
 	if (dev_stat(dev, "rx_frames") != f0 + frames - 1) {
 		fprintf(stderr, "odl_libvm: the last frame came while the receive was posted "
 			"(the cable did not hold it)\n");
