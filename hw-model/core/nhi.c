@@ -1352,7 +1352,14 @@ int nhi_fault_set(struct nhi *n, enum nhi_fault_kind kind, unsigned int ring,
 	unsigned int ri = ring & ~NHI_FAULT_RX;
 	struct nhi_ring *r;
 
+	if (kind == NHI_FAULT_PATH_REFUSE) {
+		n->f_path_refuse = value;
+		nhi_log(n, NHI_LOG_INFO, "fault: refuse the next %llu path activations",
+			(unsigned long long)value);
+		return 0;
+	}
 	if (kind == NHI_FAULT_CLEAR_ALL) {
+		n->f_path_refuse = 0;
 		for (unsigned int i = 0; i < NHI_MAX_HOPS; i++) {
 			nhi_fault_set(n, NHI_FAULT_CLEAR, i, 0);
 			nhi_fault_set(n, NHI_FAULT_CLEAR, i | NHI_FAULT_RX, 0);
@@ -1396,20 +1403,21 @@ static int fault_err(char *err, size_t errlen, const char *what,
 	return -1;
 }
 
-/* One command: "drop-irq|delay|clear" followed by key=value words. */
+/* One command: "drop-irq|delay|path-refuse|clear" followed by key=value
+ * words. */
 static int fault_cmd(struct nhi *n, char *cmd, char *err, size_t errlen)
 {
 	char *save = NULL, *w = strtok_r(cmd, " \t", &save);
 	long long ring = -1;
-	unsigned long long nth = 0, every = 0, us = 0;
-	bool have_us = false;
+	unsigned long long nth = 0, every = 0, us = 0, count = 0;
+	bool have_us = false, have_count = false;
 	const char *verb;
 
 	if (!w)
 		return 0; /* empty */
 	verb = w;
 	if (strcmp(verb, "clear") && strcmp(verb, "drop-irq") &&
-	    strcmp(verb, "delay"))
+	    strcmp(verb, "delay") && strcmp(verb, "path-refuse"))
 		return fault_err(err, errlen, "unknown fault", verb);
 	while ((w = strtok_r(NULL, " \t", &save))) {
 		char *eq = strchr(w, '='), *end;
@@ -1432,9 +1440,19 @@ static int fault_cmd(struct nhi *n, char *cmd, char *err, size_t errlen)
 		else if (!strcmp(w, "us")) {
 			us = v;
 			have_us = true;
+		} else if (!strcmp(w, "count")) {
+			count = v;
+			have_count = true;
 		} else
 			return fault_err(err, errlen, "bad argument", w);
 	}
+	if (!strcmp(verb, "path-refuse")) {
+		if (!have_count || ring >= 0 || nth || every || have_us)
+			return fault_err(err, errlen, "give only count=N to", verb);
+		return nhi_fault_set(n, NHI_FAULT_PATH_REFUSE, 0, count);
+	}
+	if (have_count)
+		return fault_err(err, errlen, "count=N is for path-refuse, not", verb);
 	if (!strcmp(verb, "clear")) {
 		if (ring < 0)
 			return nhi_fault_set(n, NHI_FAULT_CLEAR_ALL, 0, 0);

@@ -214,6 +214,7 @@ struct nhi {
 	struct plug_event plug[NUM_ADAPTERS];
 	bool hotplug_timer_armed;
 	unsigned int hotplug_tries;
+	uint64_t f_path_refuse;     /* path activations still to refuse */
 
 	/* link: as the cable imposes it (phys_*), and as the port sees it */
 	bool cable_connected;

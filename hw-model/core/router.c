@@ -654,6 +654,22 @@ static void cfg_write1(struct nhi *n, unsigned int space, unsigned int port,
 		path_write(n, port, off, v);
 }
 
+/* Does a write of @len dwords at @off of @port's path space make an entry
+ * valid that is not? (dw0 of each entry holds the Valid bit) */
+static bool path_write_activates(const struct nhi *n, unsigned int port,
+				 unsigned int off, unsigned int len,
+				 const uint32_t *v)
+{
+	for (unsigned int i = 0; i < len; i++) {
+		unsigned int o = off + i;
+
+		if (o % 2 == 0 && (v[i] & HOP_VALID) &&
+		    !(n->adp[port].path[o / 2].dw0 & HOP_VALID))
+			return true;
+	}
+	return false;
+}
+
 static void handle_cfg(struct nhi *n, const struct ctl_pkt *p)
 {
 	uint64_t route = ctl_route(p);
@@ -692,6 +708,16 @@ static void handle_cfg(struct nhi *n, const struct ctl_pkt *p)
 	if (len > CTL_MAX_DWORDS - 4 ||
 	    !cfg_range_ok(n, space, port, off, len)) {
 		ctl_error(n, route, ERR_INVALID_SPACE, port);
+		return;
+	}
+	if (wr && space == SPACE_PATH && n->f_path_refuse &&
+	    path_write_activates(n, port, off, len, &p->dw[3])) {
+		/* fault: the router is busy (locked), nothing is written */
+		n->f_path_refuse--;
+		n->st.path_refused++;
+		nhi_log(n, NHI_LOG_INFO, "fault: path activation at port %u off 0x%x refused (%llu more)",
+			port, off, (unsigned long long)n->f_path_refuse);
+		ctl_error(n, route, ERR_LOCK, port);
 		return;
 	}
 	r.pdf = p->pdf;

@@ -136,6 +136,7 @@ struct nhi_stats {
 	uint64_t tx_paced;            /* TX kicks deferred by ring_mbps */
 	uint64_t lowpower_bursts;     /* coalesced low-power RX bursts */
 	uint64_t host_resets;         /* REG_RESET host router resets */
+	uint64_t path_refused;        /* path activations refused (fault) */
 };
 
 /* Run-time fault hooks (docs/profiles.md "Fault hooks"). `ring` is a TX
@@ -148,6 +149,8 @@ enum nhi_fault_kind {
 	NHI_FAULT_DROP_IRQ_EVERY,  /* drop every value-th completion IRQ */
 	NHI_FAULT_DELAY_US,        /* completions written back value us late */
 	NHI_FAULT_CLEAR_ALL,       /* remove every fault of every ring */
+	NHI_FAULT_PATH_REFUSE,     /* the router refuses the next value path
+				    * activations (ring unused; 0 stops) */
 };
 
 struct nhi;

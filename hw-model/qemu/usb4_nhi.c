@@ -332,13 +332,14 @@ static char *nhi_q_get_stats(Object *obj, Error **errp)
         " e2e_rx_lost=%" PRIu64 " tx_paced=%" PRIu64
         " lowpower_bursts=%" PRIu64 " host_resets=%" PRIu64
         " rx_overflow=%" PRIu64 " credit_syncs=%" PRIu64
-        " credit_syncs_rcvd=%" PRIu64 " credits_unfunded=%" PRIu64,
+        " credit_syncs_rcvd=%" PRIu64 " credits_unfunded=%" PRIu64
+        " path_refused=%" PRIu64,
         st->tx_frames, st->rx_frames, st->interrupts, st->rx_dropped,
         st->tx_dropped, st->irq_dropped, st->compl_delayed,
         st->e2e_credits_dropped, st->e2e_wedged, st->e2e_rx_lost,
         st->tx_paced, st->lowpower_bursts, st->host_resets,
         st->rx_overflow, st->credit_syncs, st->credit_syncs_rcvd,
-        st->credits_unfunded);
+        st->credits_unfunded, st->path_refused);
 }
 
 static char *nhi_q_get_rings(Object *obj, Error **errp)

@@ -790,6 +790,13 @@ static const struct fault_text ftexts[] = {
 	{ "delay tx=1 us=x", -1, "bad value for 'us'" },
 	{ "delay tx=1 foo=1", -1, "bad argument 'foo'" },
 	{ "clear tx=13", -1, "no such ring" },
+	{ "path-refuse count=3", 0, NULL },
+	{ "path-refuse count=0; clear", 0, NULL },
+	{ "path-refuse", -1, "give only count=N to 'path-refuse'" },
+	{ "path-refuse count=1 tx=1", -1, "give only count=N" },
+	{ "path-refuse count=1 nth=1", -1, "give only count=N" },
+	{ "drop-irq rx=1 nth=1 count=1", -1, "count=N is for path-refuse" },
+	{ "clear count=1", -1, "count=N is for path-refuse" },
 };
 
 START_TEST(fault_text_forms)
@@ -803,6 +810,65 @@ START_TEST(fault_text_forms)
 		ck_assert_msg(strstr(err, t->err) != NULL, "'%s': got '%s'",
 			      t->text, err);
 	ck_assert_int_eq(nhi_fault_parse(H.n, t->text, NULL, 0), t->rc);
+	h_teardown();
+}
+END_TEST
+
+/* path-refuse: the next N writes that make a path entry valid are answered
+ * with an error packet (Lock) and change nothing; deactivations, rewrites
+ * of a valid entry and other spaces pass; a clear ends it */
+static bool write_refused(unsigned int port, unsigned int off,
+			  const uint32_t *v)
+{
+	uint32_t req[5] = { 0, 0, h_addr(0, port, off, 2, 0), v[0], v[1] };
+	struct h_pkt pk;
+
+	h_ctl_send(2, req, 5);
+	ck_assert(h_ctl_recv(&pk));
+	ck_assert(pk.crc_ok);
+	if (pk.pdf == 2)
+		return false;
+	ck_assert_uint_eq(pk.pdf, 3);
+	ck_assert_uint_eq(pk.dw[2], 15u | port << 8);
+	return true;
+}
+
+START_TEST(fault_path_refuse)
+{
+	const uint32_t on[2] = { 0x801c1801, 0x017ff501 };
+	const uint32_t off[2] = { 0x001c1801, 0x017ff501 };
+	uint32_t r[2];
+
+	h_setup();
+	h_ctl_start();
+	h_configure_router();
+	ck_assert_int_eq(nhi_fault_parse(H.n, "path-refuse count=2", NULL, 0), 0);
+	/* an inactive entry written inactive, and other spaces: not counted */
+	ck_assert(!write_refused(1, 16, off));
+	h_cfg_write1(2, 0, 1, h_cfg_read1(2, 0, 1));
+	/* two activations refused, the entry left as it was */
+	ck_assert(write_refused(1, 16, on));
+	ck_assert(write_refused(3, 2, on));
+	ck_assert(h_cfg_read(0, 1, 16, 2, r));
+	ck_assert_uint_eq(r[0], off[0]);
+	ck_assert(h_cfg_read(0, 3, 2, 2, r));
+	ck_assert_uint_eq(r[0] & 0x80000000u, 0);
+	ck_assert_uint_eq(st()->path_refused, 2);
+	ck_assert(h_log_has("path activation at port 3 off 0x2 refused"));
+	/* the third goes through; so does rewriting the valid entry */
+	nhi_fault_parse(H.n, "path-refuse count=1", NULL, 0);
+	ck_assert_int_eq(nhi_fault_parse(H.n, "clear", NULL, 0), 0);
+	ck_assert(!write_refused(1, 16, on));
+	ck_assert_int_eq(nhi_fault_parse(H.n, "path-refuse count=1", NULL, 0), 0);
+	ck_assert(!write_refused(1, 16, on));
+	ck_assert(h_cfg_read(0, 1, 16, 2, r));
+	ck_assert_uint_eq(r[0], on[0]);
+	/* deactivating is never refused; activating again is */
+	ck_assert(!write_refused(1, 16, off));
+	ck_assert(write_refused(1, 16, on));
+	ck_assert(!write_refused(1, 16, on));
+	ck_assert_uint_eq(st()->path_refused, 3);
+	ck_assert_uint_eq(st()->guest_errors, 0);
 	h_teardown();
 }
 END_TEST
@@ -854,6 +920,7 @@ Suite *suite_quirks(void)
 	tcase_add_test(tc, fault_delay_tx_in_order);
 	tcase_add_loop_test(tc, fault_text_forms, 0,
 			    (int)(sizeof(ftexts) / sizeof(ftexts[0])));
+	tcase_add_test(tc, fault_path_refuse);
 	tcase_add_test(tc, fault_api_edges);
 	suite_add_tcase(s, tc);
 	return s;
