@@ -1597,6 +1597,19 @@ static void odl_open_tx(struct odl_dev *dev)
 		dev_dbg(&dev->svc->dev, "peer receive side ready\n");
 }
 
+/* The next login or path-enable attempt's delay (conn_lock held), growing
+ * per retry
+ */
+static unsigned long odl_login_backoff(struct odl_dev *dev)
+{
+	unsigned int ms = min(ODL_LOGIN_BACKOFF_MIN <<
+			      min(dev->login_retries, 6u),
+			      ODL_LOGIN_BACKOFF_MAX);
+
+	dev->login_retries++;
+	return msecs_to_jiffies(ms);
+}
+
 /* conn_lock held */
 static void odl_try_connect(struct odl_dev *dev)
 {
@@ -1670,8 +1683,16 @@ static void odl_try_connect(struct odl_dev *dev)
 				      dev->remote_transmit_path,
 				      dev->rx_ring->hop);
 	if (ret) {
-		dev_err(&dev->svc->dev, "failed to enable DMA paths: %d\n",
-			ret);
+		unsigned long delay = odl_login_backoff(dev);
+
+		dev_err_ratelimited(&dev->svc->dev,
+				    "failed to enable DMA paths: %d; trying again in %u ms\n",
+				    ret, jiffies_to_msecs(delay));
+		/* the peer may have its paths up and wait for our READY:
+		 * without another try this login would never carry data
+		 */
+		dev->connect_retry = true;
+		queue_delayed_work(system_long_wq, &dev->login_work, delay);
 		spin_lock(&dev->lock);
 		dev->connected = false;
 		dev->rx_stalled = false;
@@ -1688,6 +1709,8 @@ static void odl_try_connect(struct odl_dev *dev)
 		return;
 	}
 
+	dev->connect_retry = false;
+	dev->login_retries = 0;
 	spin_lock(&dev->lock);
 	dev->generation++;
 	dev->stats.logins++;
@@ -2037,17 +2060,6 @@ static void odl_restart_peer(struct odl_dev *dev)
 		resp.hdr.type);
 }
 
-/* The next login attempt's delay (conn_lock held), growing per retry */
-static unsigned long odl_login_backoff(struct odl_dev *dev)
-{
-	unsigned int ms = min(ODL_LOGIN_BACKOFF_MIN <<
-			      min(dev->login_retries, 6u),
-			      ODL_LOGIN_BACKOFF_MAX);
-
-	dev->login_retries++;
-	return msecs_to_jiffies(ms);
-}
-
 static void odl_login_work(struct work_struct *work)
 {
 	struct odl_dev *dev = container_of(to_delayed_work(work),
@@ -2059,6 +2071,11 @@ static void odl_login_work(struct work_struct *work)
 
 	mutex_lock(&dev->conn_lock);
 	if (dev->removing || dev->login_sent) {
+		/* logged in both ways, but enabling the paths failed */
+		if (!dev->removing && dev->connect_retry) {
+			dev->connect_retry = false;
+			odl_try_connect(dev);
+		}
 		mutex_unlock(&dev->conn_lock);
 		return;
 	}

@@ -199,6 +199,7 @@ struct odl_dev {
 	unsigned int login_gen;		/* odl_login_stale() calls */
 	bool login_sent;
 	bool login_received;
+	bool connect_retry;		/* login_work enables the paths again */
 	bool removing;
 	u32 local_session;
 	u32 remote_session;

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 CYCLES=${ODL_RELOAD_CYCLES:-20}
-tap_plan $((CYCLES * 2 + 3))
+tap_plan $((CYCLES * 2 + 4))
 tap_timeout 3300
 odl_setup
 
@@ -55,4 +55,40 @@ for i in $(seq 1 "$CYCLES"); do
 done
 is "$(vm a /tmp/odl_xfer info | sed -n 's/^index=//p')" 0 "a: b kept device index 0 through $((CYCLES * 2)) reloads"
 odl_check_clean
+
+# A refused path enable: b's host router refuses its next two path
+# activations (model fault path-refuse, answered with a Lock error, as a
+# busy router does) and b loads again. The stock driver's enable fails (it
+# WARNs in tb_path_activate and tears the tunnel down); odl_tb5 must try
+# again after its backoff, not leave a logged-in pair that never carries
+# data (a, whose own enable worked, waits for b's READY). After it, both
+# connected and data verified both ways; the only new dmesg problems are
+# those the refusals cause. After the clean checks: they are expected here.
+pf_problems() { { tb_problems b; odl_problems b; } 2>&1 | sort -u; }
+pf_expected='WARNING: .* at drivers/thunderbolt/path\.c:[0-9]+ tb_path_activate|thunderbolt .*: activation failed$|thunderbolt .*: DMA tunnel activation failed, aborting$|thunderbolt .*: [0-9]+:[0-9]+: downstream port is locked$|thunderbolt [0-9a-f:.]+: path activation failed$|odl_tb5 .*: failed to enable DMA paths: -[0-9]+; trying again in [0-9]+ ms$|\] +Call Trace:$|\] +(\? )?[A-Za-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+( \[[a-z_0-9]+\])?$|\] +</?TASK>$|\] +(R[A-Z0-9]{1,2}|CS|FS|CR[0-9]): |\] +Code: |\] +Modules linked in: |\] +Workqueue: '
+p0=$(pf_problems)
+r0=$(nhi_stats b path_refused)
+e0=$(vm b dmesg | grep -c 'failed to enable DMA paths')
+err= xfer=
+if ! odl_unload b || ! wait_for "! vm a test -e /dev/odl_tb5_0" 120; then
+	err="b did not unload"
+elif ! nhi_fault b "path-refuse count=2"; then
+	err="cannot set the path-refuse fault on b"
+elif ! odl_load b || ! odl_wait_connected a 180 || ! odl_wait_connected b 180; then
+	err="no connection after the refused path activations"
+elif ! xfer=$(odl_xfer_run a b 1 2 2 4096,70000 2>&1 && odl_xfer_run b a 1 2 2 4096,70000 2>&1); then
+	err="a verified transfer failed"
+fi
+r1=$(nhi_stats b path_refused)
+e1=$(vm b dmesg | grep -c 'failed to enable DMA paths')
+new=$(comm -13 <(printf '%s\n' "$p0") <(pf_problems) | grep -vE "$pf_expected")
+desc="b's router refused 2 path activations: odl_tb5 enabled them again after its backoff, connected, verified both ways"
+if [ -z "$err" ] && [ $((r1 - r0)) = 2 ] && [ $((e1 - e0)) = 2 ] && [ -z "$new" ]; then
+	ok "$desc" "model path_refused $r0 -> $r1" "$(vm b dmesg | grep 'failed to enable DMA paths')"
+else
+	not_ok "$desc" "${err:-connected and verified}" "$xfer" "model path_refused $r0 -> $r1 (want +2)" \
+		"odl_tb5 'failed to enable DMA paths' lines $e0 -> $e1 (want +2)" "unexpected dmesg problems: $new" \
+		"$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)" "$(vm b dmesg | tail -n 40)"
+fi
+nhi_fault b clear
 tap_done
