@@ -726,7 +726,6 @@ static int ctl_fault(struct cable_core *c, char *args, uint64_t now, char *buf,
 	}
 	if (!strcmp(w, "clear")) {
 		bool had_cap = c->faults.cap_lanes != 0;
-
 		unsigned held = cable_core_release(c, now);
 
 		cable_faults_clear(&c->faults);

@@ -113,29 +113,24 @@ wait_for "! vm b pidof odl_xfer" 30
 S=4194304
 f=$(frames $S)
 dr0=$(odl_stat b drops)
-vm b sh -c "rm -f /tmp/sc.log; setsid sh -c '/tmp/odl_libvm --port 77 --frames $f stagecancel $S; echo \"odl_libvm exit \$?\"' > /tmp/sc.log 2>&1 < /dev/null &"
+odl_libvm_start b /tmp/sc.log --port 77 --frames "$f" stagecancel $S
 wait_for "vm b grep -q ready /tmp/sc.log" 30
 "$VMPAIR" cable fault "delay hop=$hop dir=a2b nth=$f count=1 us=hold" >/dev/null ||
 	bail_out "cable fault delay nth=$f us=hold failed"
-sk_out=$(mktemp)
-"$VMPAIR" exec a --timeout 180 -- /tmp/odl_libvm --port 77 sendkeyed $S > "$sk_out" 2>&1 &
-sk_pid=$!
+odl_libvm_bg a 180 --port 77 sendkeyed $S
 wait_for "vm b grep -qE 'withdrawn|odl_libvm exit' /tmp/sc.log" 120
 held=$("$VMPAIR" cable fault list)
 rel=$("$VMPAIR" cable fault release)
-wait $sk_pid
-rc=$?
-out=$(cat "$sk_out")
-rm -f "$sk_out"
+odl_libvm_bg_wait
 wait_for "vm b grep -q 'odl_libvm exit' /tmp/sc.log" 150
 desc="a keyed message staged aside whose RECV was posted and withdrawn before its last frame (held on the cable): discarded on arrival, nothing lost"
 flow=$(odl_flow a)
-if [ "$flow" != sw-credits ] && [ "$rc" = 0 ] && [ "$rel" = "ok released 1" ] &&
+if [ "$flow" != sw-credits ] && [ "$LIBVM_BG_RC" = 0 ] && [ "$rel" = "ok released 1" ] &&
 	vm b grep -q 'odl_libvm exit 0' /tmp/sc.log && [ "$(odl_stat b drops)" = "$dr0" ]; then
-	ok "$desc" "$(vm b cat /tmp/sc.log)" "a: $out" "cable: $rel"
+	ok "$desc" "$(vm b cat /tmp/sc.log)" "a: $LIBVM_BG" "cable: $rel"
 else
 	not_ok "$desc" "a's flow control: $flow (the frame count needs a without software credits)" \
-		"a (exit $rc): $out" "b: $(vm b cat /tmp/sc.log 2>&1)" "before: drops=$dr0" \
+		"a (exit $LIBVM_BG_RC): $LIBVM_BG" "b: $(vm b cat /tmp/sc.log 2>&1)" "before: drops=$dr0" \
 		"after: $(vm b /tmp/odl_xfer stats 2>&1)" "while held: $held" "release: $rel" \
 		"$(vm b dmesg | tail -n 20)"
 fi

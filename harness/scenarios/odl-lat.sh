@@ -56,25 +56,21 @@ tap_cleanup stall_restore	# also when the watchdog ends the scenario (KEEP_PAIR)
 vm a sh -c 'echo 120000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 vm b sh -c 'echo 120000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 dr0=$(odl_stat b drops)
-vm b sh -c "rm -f /tmp/go /tmp/many.log; setsid sh -c '/tmp/odl_libvm --port 9 --count 512 --go /tmp/go recvmany 262144; echo \"odl_libvm exit \$?\"' > /tmp/many.log 2>&1 < /dev/null &"
+vm b rm -f /tmp/go
+odl_libvm_start b /tmp/many.log --port 9 --count 512 --go /tmp/go recvmany 262144
 wait_for "vm b grep -q ready /tmp/many.log" 60
-sw_out=$(mktemp)
-"$VMPAIR" exec a --timeout 400 -- /tmp/odl_libvm --port 9 --count 512 slotwait 262144 > "$sw_out" 2>&1 &
-sw_pid=$!
-wait_for "grep -q stalled '$sw_out' || ! kill -0 $sw_pid 2>/dev/null" 240
+odl_libvm_bg a 400 --port 9 --count 512 slotwait 262144
+wait_for "grep -q stalled '$LIBVM_BG_OUT' || ! kill -0 $LIBVM_BG_PID 2>/dev/null" 240
 vm b touch /tmp/go
-wait $sw_pid
-rc=$?
-out=$(cat "$sw_out")
-rm -f "$sw_out"
+odl_libvm_bg_wait
 wait_for "vm b grep -q 'odl_libvm exit' /tmp/many.log" 300
 stall_restore
 desc="a busy-polling send waiting for room lets the handle's other thread in; then 512 x 256 KiB delivered and verified"
-if [ "$rc" = 0 ] && vm b grep -q 'odl_libvm exit 0' /tmp/many.log &&
+if [ "$LIBVM_BG_RC" = 0 ] && vm b grep -q 'odl_libvm exit 0' /tmp/many.log &&
 	[ "$(odl_stat b drops)" = "$dr0" ]; then
-	ok "$desc" "a: $out" "b: $(vm b cat /tmp/many.log)"
+	ok "$desc" "a: $LIBVM_BG" "b: $(vm b cat /tmp/many.log)"
 else
-	not_ok "$desc" "a (exit $rc): $out" "b: $(vm b cat /tmp/many.log 2>&1)" \
+	not_ok "$desc" "a (exit $LIBVM_BG_RC): $LIBVM_BG" "b: $(vm b cat /tmp/many.log 2>&1)" \
 		"b: drops $dr0 -> $(odl_stat b drops)" "a: $(vm a /tmp/odl_xfer stats 2>&1)" \
 		"b: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi

@@ -93,6 +93,37 @@ odl_cli_run() {
 	return 1
 }
 
+# odl_libvm_start GUEST LOG ARGS...: tests/guest/odl_libvm ARGS in the
+# background on GUEST, its output and then "odl_libvm exit N" in LOG
+odl_libvm_start() {
+	local v=$1 log=$2
+	shift 2
+	vm "$v" sh -c "rm -f $log; setsid sh -c '/tmp/odl_libvm $*; echo \"odl_libvm exit \$?\"' > $log 2>&1 < /dev/null &"
+}
+
+# odl_libvm_bg GUEST TIMEOUT ARGS...: odl_libvm ARGS run on GUEST from the
+# host, in the background (its output goes to the file LIBVM_BG_OUT, its
+# pid is LIBVM_BG_PID); odl_libvm_bg_wait waits for it and sets LIBVM_BG
+# (the output) and LIBVM_BG_RC (the exit status)
+LIBVM_BG_OUT=
+LIBVM_BG_PID=
+LIBVM_BG=
+LIBVM_BG_RC=
+odl_libvm_bg() {
+	local v=$1 t=$2
+	shift 2
+	LIBVM_BG_OUT=$(mktemp)
+	"$VMPAIR" exec "$v" --timeout "$t" -- /tmp/odl_libvm "$@" > "$LIBVM_BG_OUT" 2>&1 &
+	LIBVM_BG_PID=$!
+}
+
+odl_libvm_bg_wait() {
+	wait "$LIBVM_BG_PID"
+	LIBVM_BG_RC=$?
+	LIBVM_BG=$(cat "$LIBVM_BG_OUT")
+	rm -f "$LIBVM_BG_OUT"
+}
+
 # odl_libvm_pair RXVM "RX-ARGS" TXVM "TX-ARGS": tests/guest/odl_libvm with
 # RX-ARGS in the background on RXVM until it prints "posted", then with
 # TX-ARGS on TXVM; true when both exit 0. Their output: LIBVM_RX, LIBVM_TX.
@@ -100,7 +131,7 @@ LIBVM_RX=
 LIBVM_TX=
 odl_libvm_pair() {
 	local rx=$1 rxa=$2 tx=$3 txa=$4 rc
-	vm "$rx" sh -c "rm -f /tmp/libvm.log; setsid sh -c '/tmp/odl_libvm $rxa; echo \"odl_libvm exit \$?\"' > /tmp/libvm.log 2>&1 < /dev/null &"
+	odl_libvm_start "$rx" /tmp/libvm.log "$rxa"
 	if wait_for "vm $rx grep -q posted /tmp/libvm.log" 90; then
 		# shellcheck disable=SC2086
 		LIBVM_TX=$("$VMPAIR" exec "$tx" --timeout 120 -- /tmp/odl_libvm $txa 2>&1)

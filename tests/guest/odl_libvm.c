@@ -283,35 +283,39 @@ static int do_batchcancel(uint64_t size)
 	return 0;
 }
 
-static int do_sendkey(uint64_t size)
+/* a message with CANCEL_KEY, then (also_unkeyed) an unkeyed one: size
+ * bytes each */
+static int do_sendkey(uint64_t size, bool also_unkeyed)
 {
 	struct odl_tb5_completion c[2];
-	int n = 0, r;
+	int n = 0, want = also_unkeyed ? 2 : 1, r;
 	uint8_t *p;
 	uint32_t id;
 
-	r = odl_tb5_buf_alloc(h, 2 * size, ODL_TB5_BUF_SEND, &id, (void **)&p);
+	r = odl_tb5_buf_alloc(h, (uint64_t)want * size, ODL_TB5_BUF_SEND, &id, (void **)&p);
 	if (r)
 		return fail("buffer", r);
 	for (uint64_t i = 0; i < size; i++) {
 		p[i] = kpat(i);
-		p[size + i] = pat(i);
+		if (also_unkeyed)
+			p[size + i] = pat(i);
 	}
 	r = odl_tb5_send_key(h, id, 0, size, CANCEL_KEY, 1, 0);
-	if (!r)
+	if (!r && also_unkeyed)
 		r = odl_tb5_send(h, id, size, size, 2, 0);
 	if (r)
 		return fail("send", r);
-	while (n < 2) {
-		r = odl_tb5_poll(h, c + n, 2 - n, PEER_MS, 0);
+	while (n < want) {
+		r = odl_tb5_poll(h, c + n, want - n, PEER_MS, 0);
 		if (r < 0)
 			return fail("wait for the sends", r);
 		n += r;
 	}
-	if (c[0].status || c[1].status)
-		return fail("a send failed", c[0].status ? c[0].status : c[1].status);
-	printf("sent a message with key %d and an unkeyed one, %" PRIu64 " bytes each\n",
-	       CANCEL_KEY, size);
+	for (int i = 0; i < want; i++)
+		if (c[i].status)
+			return fail("a send failed", c[i].status);
+	printf("sent a message with key %d%s, %" PRIu64 " bytes%s\n", CANCEL_KEY,
+	       also_unkeyed ? " and an unkeyed one" : "", size, also_unkeyed ? " each" : "");
 	return 0;
 }
 
@@ -519,6 +523,16 @@ static long long wait_stat(int dev, const char *name, long long want, int ms)
 	return v;
 }
 
+/* rx_frames is still want: the cable still holds the last frame */
+static bool still_held(int dev, long long want, const char *when)
+{
+	if (dev_stat(dev, "rx_frames") == want)
+		return true;
+	fprintf(stderr, "odl_libvm: the last frame came %s (the cable did not hold it)\n",
+		when);
+	return false;
+}
+
 static int do_stagecancel(int dev, uint64_t size, long long frames)
 {
 	struct odl_tb5_completion c;
@@ -542,18 +556,10 @@ static int do_stagecancel(int dev, uint64_t size, long long frames)
 			v - f0, frames - 1);
 		return 1;
 	}
-	if (dev_stat(dev, "rx_frames") != f0 + frames - 1) {
-		fprintf(stderr, "odl_libvm: the last frame came before the receive was posted "
-			"(the cable did not hold it)\n");
+	if (!still_held(dev, f0 + frames - 1, "before the receive was posted") ||
+	    post_withdraw(id, size, 20) ||
+	    !still_held(dev, f0 + frames - 1, "while the receive was posted"))
 		return 1;
-	}
-	if (post_withdraw(id, size, 20))
-		return 1;
-	if (dev_stat(dev, "rx_frames") != f0 + frames - 1) {
-		fprintf(stderr, "odl_libvm: the last frame came while the receive was posted "
-			"(the cable did not hold it)\n");
-		return 1;
-	}
 	printf("withdrawn\n");
 	fflush(stdout);
 	v = wait_stat(dev, "rx_cancelled", c0 + 1, 120000);
@@ -568,30 +574,6 @@ static int do_stagecancel(int dev, uint64_t size, long long frames)
 		return fail("after the discard poll must find nothing", r < 0 ? r : 0);
 	printf("the message staged for the withdrawn key was discarded (rx_cancelled %lld -> %lld)\n",
 	       c0, v);
-	return 0;
-}
-
-static int do_sendkeyed(uint64_t size)
-{
-	struct odl_tb5_completion c;
-	uint8_t *p;
-	uint32_t id;
-	int r;
-
-	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_SEND, &id, (void **)&p);
-	if (r)
-		return fail("buffer", r);
-	for (uint64_t i = 0; i < size; i++)
-		p[i] = kpat(i);
-	r = odl_tb5_send_key(h, id, 0, size, CANCEL_KEY, 1, 0);
-	if (r)
-		return fail("send", r);
-	r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
-	if (r != 1)
-		return fail("wait for the send", r < 0 ? r : 0);
-	if (c.status)
-		return fail("the send failed", c.status);
-	printf("sent a message with key %d, %" PRIu64 " bytes\n", CANCEL_KEY, size);
 	return 0;
 }
 
@@ -656,7 +638,7 @@ int main(int argc, char **argv)
 	else if (!r && !strcmp(mode, "batchcancel"))
 		r = do_batchcancel(size);
 	else if (!r && !strcmp(mode, "sendkey"))
-		r = do_sendkey(size);
+		r = do_sendkey(size, true);
 	else if (!r && !strcmp(mode, "stagecancel"))
 		r = do_stagecancel(dev, size, frames);
 	else if (!r && !strcmp(mode, "slotwait"))
@@ -664,7 +646,7 @@ int main(int argc, char **argv)
 	else if (!r && !strcmp(mode, "recvmany"))
 		r = do_recvmany(size, count, go);
 	else if (!r)
-		r = do_sendkeyed(size);
+		r = do_sendkey(size, false);
 	odl_tb5_close(h);
 	return r;
 }
