@@ -1610,6 +1610,20 @@ static unsigned long odl_login_backoff(struct odl_dev *dev)
 	return msecs_to_jiffies(ms);
 }
 
+/*
+ * conn_lock held: this login's connection could not be set up; try again
+ * after the backoff (odl_connect_work) unless the login goes stale
+ * meanwhile. Returns the delay in ms.
+ */
+static unsigned int odl_connect_later(struct odl_dev *dev)
+{
+	unsigned long delay = odl_login_backoff(dev);
+
+	dev->connect_retry = true;
+	mod_delayed_work(system_long_wq, &dev->connect_work, delay);
+	return jiffies_to_msecs(delay);
+}
+
 /* conn_lock held */
 static void odl_try_connect(struct odl_dev *dev)
 {
@@ -1623,8 +1637,10 @@ static void odl_try_connect(struct odl_dev *dev)
 	if (ret != dev->remote_transmit_path) {
 		if (ret >= 0)
 			tb_xdomain_release_in_hopid(dev->xd, ret);
-		dev_err(&dev->svc->dev, "cannot reserve input HopID %d: %d\n",
-			dev->remote_transmit_path, ret);
+		dev_err_ratelimited(&dev->svc->dev,
+				    "cannot reserve input HopID %d: %d; trying again in %u ms\n",
+				    dev->remote_transmit_path, ret,
+				    odl_connect_later(dev));
 		spin_lock(&dev->lock);
 		odl_resume_abort(dev);
 		spin_unlock(&dev->lock);
@@ -1683,16 +1699,12 @@ static void odl_try_connect(struct odl_dev *dev)
 				      dev->remote_transmit_path,
 				      dev->rx_ring->hop);
 	if (ret) {
-		unsigned long delay = odl_login_backoff(dev);
-
-		dev_err_ratelimited(&dev->svc->dev,
-				    "failed to enable DMA paths: %d; trying again in %u ms\n",
-				    ret, jiffies_to_msecs(delay));
 		/* the peer may have its paths up and wait for our READY:
 		 * without another try this login would never carry data
 		 */
-		dev->connect_retry = true;
-		queue_delayed_work(system_long_wq, &dev->login_work, delay);
+		dev_err_ratelimited(&dev->svc->dev,
+				    "failed to enable DMA paths: %d; trying again in %u ms\n",
+				    ret, odl_connect_later(dev));
 		spin_lock(&dev->lock);
 		dev->connected = false;
 		dev->rx_stalled = false;
@@ -1881,6 +1893,8 @@ static void odl_login_stale(struct odl_dev *dev)
 {
 	dev->login_sent = false;
 	dev->login_gen++;
+	/* a new login connects by itself */
+	dev->connect_retry = false;
 }
 
 /* allocate the rings again (test_realloc_fail: or fail as if out of memory) */
@@ -2060,6 +2074,19 @@ static void odl_restart_peer(struct odl_dev *dev)
 		resp.hdr.type);
 }
 
+static void odl_connect_work(struct work_struct *work)
+{
+	struct odl_dev *dev = container_of(to_delayed_work(work),
+					   struct odl_dev, connect_work);
+
+	mutex_lock(&dev->conn_lock);
+	if (!dev->removing && dev->connect_retry) {
+		dev->connect_retry = false;
+		odl_try_connect(dev);
+	}
+	mutex_unlock(&dev->conn_lock);
+}
+
 static void odl_login_work(struct work_struct *work)
 {
 	struct odl_dev *dev = container_of(to_delayed_work(work),
@@ -2071,11 +2098,6 @@ static void odl_login_work(struct work_struct *work)
 
 	mutex_lock(&dev->conn_lock);
 	if (dev->removing || dev->login_sent) {
-		/* logged in both ways, but enabling the paths failed */
-		if (!dev->removing && dev->connect_retry) {
-			dev->connect_retry = false;
-			odl_try_connect(dev);
-		}
 		mutex_unlock(&dev->conn_lock);
 		return;
 	}
@@ -2472,6 +2494,7 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	spin_lock_init(&dev->lock);
 	INIT_DELAYED_WORK(&dev->login_work, odl_login_work);
 	INIT_DELAYED_WORK(&dev->ready_work, odl_ready_work);
+	INIT_DELAYED_WORK(&dev->connect_work, odl_connect_work);
 	INIT_WORK(&dev->peer_work, odl_peer_work);
 	INIT_DELAYED_WORK(&dev->rx_replay, odl_rx_replay_work);
 	INIT_DELAYED_WORK(&dev->watchdog, odl_watchdog_work);
@@ -2538,6 +2561,7 @@ static void odl_remove(struct tb_service *svc)
 	mutex_unlock(&dev->conn_lock);
 	cancel_delayed_work_sync(&dev->login_work);
 	cancel_delayed_work_sync(&dev->ready_work);
+	cancel_delayed_work_sync(&dev->connect_work);
 	tb_unregister_protocol_handler(&dev->handler);
 	cancel_work_sync(&dev->peer_work);
 	cancel_work_sync(&dev->fallback_work);

@@ -199,7 +199,12 @@ struct odl_dev {
 	unsigned int login_gen;		/* odl_login_stale() calls */
 	bool login_sent;
 	bool login_received;
-	bool connect_retry;		/* login_work enables the paths again */
+	/* logged in both ways, but the connection could not be set up
+	 * (paths, input HopID): connect_work tries again after a backoff
+	 * while both logins stand
+	 */
+	bool connect_retry;
+	struct delayed_work connect_work;
 	bool removing;
 	u32 local_session;
 	u32 remote_session;

@@ -94,7 +94,8 @@ odl_cli_run() {
 }
 
 # odl_libvm_start GUEST LOG ARGS...: tests/guest/odl_libvm ARGS in the
-# background on GUEST, its output and then "odl_libvm exit N" in LOG
+# background on GUEST, its output and then "odl_libvm exit N" in LOG (ARGS
+# and LOG are put into a guest shell command line: plain words only)
 odl_libvm_start() {
 	local v=$1 log=$2
 	shift 2

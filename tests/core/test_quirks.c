@@ -843,11 +843,20 @@ START_TEST(fault_path_refuse)
 	h_ctl_start();
 	h_configure_router();
 	ck_assert_int_eq(nhi_fault_parse(H.n, "path-refuse count=2", NULL, 0), 0);
-	/* an inactive entry written inactive, and other spaces: not counted */
+	/* an inactive entry written inactive, bit 31 of a dword 1 and of
+	 * another space: not counted */
 	ck_assert(!write_refused(1, 16, off));
-	h_cfg_write1(2, 0, 1, h_cfg_read1(2, 0, 1));
-	/* two activations refused, the entry left as it was */
-	ck_assert(write_refused(1, 16, on));
+	h_cfg_write1(0, 1, 17, off[1] | 0x80000000u);
+	h_cfg_write1(0, 1, 17, off[1]);
+	h_cfg_write1(2, 0, 2, 0x80000000u);
+	h_cfg_write1(2, 0, 2, 0);
+	/* two activations refused, the entry left as it was: one that
+	 * starts at an odd offset (entry 7's dword 1, entry 8's dword 0) */
+	{
+		const uint32_t odd[2] = { off[1], on[0] };
+
+		ck_assert(write_refused(1, 15, odd));
+	}
 	ck_assert(write_refused(3, 2, on));
 	ck_assert(h_cfg_read(0, 1, 16, 2, r));
 	ck_assert_uint_eq(r[0], off[0]);
