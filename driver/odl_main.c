@@ -1627,6 +1627,7 @@ static unsigned int odl_connect_later(struct odl_dev *dev)
 /* conn_lock held */
 static void odl_try_connect(struct odl_dev *dev)
 {
+	unsigned int ms;
 	int ret, i;
 
 	if (dev->connected || dev->removing || !dev->login_sent ||
@@ -1637,10 +1638,11 @@ static void odl_try_connect(struct odl_dev *dev)
 	if (ret != dev->remote_transmit_path) {
 		if (ret >= 0)
 			tb_xdomain_release_in_hopid(dev->xd, ret);
+		/* not in the print's arguments: a rate limit skips those */
+		ms = odl_connect_later(dev);
 		dev_err_ratelimited(&dev->svc->dev,
 				    "cannot reserve input HopID %d: %d; trying again in %u ms\n",
-				    dev->remote_transmit_path, ret,
-				    odl_connect_later(dev));
+				    dev->remote_transmit_path, ret, ms);
 		spin_lock(&dev->lock);
 		odl_resume_abort(dev);
 		spin_unlock(&dev->lock);
@@ -1702,9 +1704,10 @@ static void odl_try_connect(struct odl_dev *dev)
 		/* the peer may have its paths up and wait for our READY:
 		 * without another try this login would never carry data
 		 */
+		ms = odl_connect_later(dev);
 		dev_err_ratelimited(&dev->svc->dev,
 				    "failed to enable DMA paths: %d; trying again in %u ms\n",
-				    ret, odl_connect_later(dev));
+				    ret, ms);
 		spin_lock(&dev->lock);
 		dev->connected = false;
 		dev->rx_stalled = false;
