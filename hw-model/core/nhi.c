@@ -1353,6 +1353,8 @@ int nhi_fault_set(struct nhi *n, enum nhi_fault_kind kind, unsigned int ring,
 	struct nhi_ring *r;
 
 	if (kind == NHI_FAULT_PATH_REFUSE) {
+		if (ring)
+			return -1;
 		n->f_path_refuse = value;
 		nhi_log(n, NHI_LOG_INFO, "fault: refuse the next %llu path activations",
 			(unsigned long long)value);

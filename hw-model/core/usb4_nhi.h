@@ -150,7 +150,7 @@ enum nhi_fault_kind {
 	NHI_FAULT_DELAY_US,        /* completions written back value us late */
 	NHI_FAULT_CLEAR_ALL,       /* remove every fault of every ring */
 	NHI_FAULT_PATH_REFUSE,     /* the router refuses the next value path
-				    * activations (ring unused; 0 stops) */
+				    * activations (ring must be 0; 0 stops) */
 };
 
 struct nhi;

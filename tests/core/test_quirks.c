@@ -890,6 +890,7 @@ START_TEST(fault_api_edges)
 	ck_assert_int_eq(nhi_fault_set(H.n, NHI_FAULT_DROP_IRQ_NTH, 12, 1), -1);
 	ck_assert_int_eq(nhi_fault_set(H.n, NHI_FAULT_DROP_IRQ_NTH, 0x200, 1), -1);
 	ck_assert_int_eq(nhi_fault_set(H.n, (enum nhi_fault_kind)99, 1, 1), -1);
+	ck_assert_int_eq(nhi_fault_set(H.n, NHI_FAULT_PATH_REFUSE, 1, 1), -1);
 	ck_assert_int_eq(nhi_fault_set(H.n, NHI_FAULT_CLEAR_ALL, 0, 0), 0);
 	ck_assert_int_eq(nhi_fault_parse(H.n, NULL, NULL, 0), 0);
 	memset(long_text, 'x', sizeof(long_text));
