@@ -225,10 +225,16 @@ odl_check_rx_stats() {
 	if [ $bad = 0 ]; then ok "$desc" "$st"; else not_ok "$desc" "$st"; fi
 }
 
+# odl_dmesg_problems GUEST: tb_problems and odl_problems together, sorted,
+# each line once (empty: clean)
+odl_dmesg_problems() {
+	{ tb_problems "$1"; odl_problems "$1"; } 2>&1 | sort -u
+}
+
 odl_check_clean() {
 	local v out
 	for v in a b; do
-		out=$( { tb_problems "$v"; odl_problems "$v"; } 2>&1 | sort -u)
+		out=$(odl_dmesg_problems "$v")
 		if [ -z "$out" ]; then
 			ok "$v: dmesg clean (no odl_tb5/thunderbolt error, WARN or oops)"
 		else

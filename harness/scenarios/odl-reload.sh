@@ -17,10 +17,12 @@ tap_plan $((CYCLES * 2 + 4))
 tap_timeout 3300
 odl_setup
 
-# reload_b: unload (retrying while a killed process's files close) and load
+# reload_b [CMD]: unload (retrying while a killed process's files close),
+# run CMD (if given) while b has no driver, and load
 reload_b() {
 	odl_unload b || return 1
 	wait_for "! vm a test -e /dev/odl_tb5_0" 120 || { echo "a's device stayed after b unloaded"; return 1; }
+	[ $# = 0 ] || "$@" || { echo "failed while unloaded: $*"; return 1; }
 	odl_load b || return 1
 	odl_wait_connected a 180 && odl_wait_connected b 180 || { echo "no login after reload"; return 1; }
 }
@@ -67,26 +69,21 @@ odl_check_clean
 # data (a, whose own enable worked, waits for b's READY). After it, both
 # connected and data verified both ways; the only new dmesg problems are
 # those the refusals cause. After the clean checks: they are expected here.
-pf_problems() { { tb_problems "$1"; odl_problems "$1"; } 2>&1 | sort -u; }
 pf_expected='WARNING: .* at drivers/thunderbolt/path\.c:[0-9]+ tb_path_activate|thunderbolt .*: activation failed$|thunderbolt .*: DMA tunnel activation failed, aborting$|thunderbolt .*: [0-9]+:[0-9]+: downstream port is locked$|thunderbolt [0-9a-f:.]+: path activation failed$|odl_tb5 .*: failed to enable DMA paths: -[0-9]+; trying again in [0-9]+ ms$|\] +Call Trace:$|\] +(\? )?[A-Za-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+( \[[a-z_0-9]+\])?$|\] +</?TASK>$|\] +(R[A-Z0-9]{1,2}|CS|FS|CR[0-9]|DR[0-7]|PKRU): |\] +Code: |\] +Modules linked in: |\] +Workqueue: '
-pa0=$(pf_problems a)
-p0=$(pf_problems b)
+pa0=$(odl_dmesg_problems a)
+p0=$(odl_dmesg_problems b)
 r0=$(nhi_stats b path_refused)
 e0=$(vm b dmesg | grep -c 'failed to enable DMA paths')
 err= xfer=
-if ! odl_unload b || ! wait_for "! vm a test -e /dev/odl_tb5_0" 120; then
-	err="b did not unload"
-elif ! nhi_fault b "path-refuse count=2"; then
-	err="cannot set the path-refuse fault on b"
-elif ! odl_load b || ! odl_wait_connected a 180 || ! odl_wait_connected b 180; then
-	err="no connection after the refused path activations"
+if ! out=$(reload_b nhi_fault b "path-refuse count=2" 2>&1); then
+	err="reload with the refusals: ${out:-failed}"
 elif ! xfer=$(odl_xfer_run a b 1 2 2 4096,70000 2>&1 && odl_xfer_run b a 1 2 2 4096,70000 2>&1); then
 	err="a verified transfer failed"
 fi
 r1=$(nhi_stats b path_refused)
 e1=$(vm b dmesg | grep -c 'failed to enable DMA paths')
-new=$(comm -13 <(printf '%s\n' "$p0") <(pf_problems b) | grep -vE "$pf_expected")
-new="$new$(comm -13 <(printf '%s\n' "$pa0") <(pf_problems a) | sed 's/^/a: /')"
+new=$(comm -13 <(printf '%s\n' "$p0") <(odl_dmesg_problems b) | grep -vE "$pf_expected")
+new="$new$(comm -13 <(printf '%s\n' "$pa0") <(odl_dmesg_problems a) | sed 's/^/a: /')"
 desc="b's router refused 2 path activations: odl_tb5 enabled them again after its backoff, connected, verified both ways"
 if [ -z "$err" ] && [ $((r1 - r0)) = 2 ] && [ $((e1 - e0)) = 2 ] && [ -z "$new" ]; then
 	ok "$desc" "model path_refused $r0 -> $r1" "$(vm b dmesg | grep 'failed to enable DMA paths')"
