@@ -73,7 +73,8 @@
  *          (file-name rule; default rccl), --quick (sizes up to 4 MiB),
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
  *          --deadline SEC (per operation, default 30), --call-bound SEC (how
- *          long a non-blocking call may take, default 0.25), --iters N,
+ *          long a non-blocking call may take, default 1; the delayed
+ *          handshakes stall the peer longer than this), --iters N,
  *          --slice BYTES, --steps N (slices in flight per direction and
  *          channel, 1..32, default 8), --channels N (--bench: connections the
  *          all-reduce is divided between, 1..8, default 2), --op sum|none and --in-place (--bench; none: the same
@@ -728,7 +729,7 @@ static ncclResult_t n_closeListen(void *c) { return T7->closeListen(c); }
 /* ------------------------------------------------------------------ */
 /* helpers: timed calls, connection set-up like the proxy */
 
-static double g_call_bound_s = 0.25; /* a non-blocking call must return within this */
+static double g_call_bound_s = 1.0; /* a non-blocking call must return within this */
 static double g_deadline_s = 30.0;
 static int g_dev;
 
@@ -748,6 +749,15 @@ static void poll_pause(void)
 		sleep_ms(0 + 1);
 	else
 		sched_yield();
+}
+
+/* How long the delayed side of a handshake waits: a quarter longer than the
+ * call bound, and at least 150 ms. */
+static int handshake_stall_ms(void)
+{
+	double ms = g_call_bound_s * 1250.0;
+
+	return ms < 150.0 ? 150 : (int)ms;
 }
 
 /* Unidirectional comm from `sender` to the other rank. The receiver delays its
@@ -1160,12 +1170,16 @@ static void t_handshake(void)
 	void *s, *r;
 
 	/* every handshake ends with one message in each direction */
+	/* The delayed side stalls for longer than the call bound: a listen,
+	 * connect or accept that waited for the peer would be caught by TIMED
+	 * however long a non-blocking call may take on a starved machine. */
+	int stall = handshake_stall_ms();
 	struct {
 		const char *name;
 		int con_delay, acc_delay;
 	} cases[] = {
-		{ "connect first (accept delayed)", 0, 150 },
-		{ "accept first (connect delayed)", 150, 0 },
+		{ "connect first (accept delayed)", 0, stall },
+		{ "accept first (connect delayed)", stall, 0 },
 		{ "interleaved", 0, 0 },
 	};
 	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -4449,6 +4463,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(g_flavour, "nccl") && strcmp(g_flavour, "rccl")) {
 		fprintf(stderr, "--flavour nccl|rccl\n");
+		return 2;
+	}
+	if (!(g_call_bound_s > 0.0 && g_call_bound_s <= 60.0)) {
+		fprintf(stderr, "--call-bound SEC: more than 0, at most 60\n");
 		return 2;
 	}
 	if (g_fuse && !g_rails) {
