@@ -31,6 +31,10 @@
 #define ODL_LOGOUT_TIMEOUT_MS	500
 #define ODL_LOGIN_BACKOFF_MIN	100
 #define ODL_LOGIN_BACKOFF_MAX	5000
+/* a path enable that keeps failing is tried on, but at most once a minute:
+ * each failure is a stock WARN in dmesg
+ */
+#define ODL_CONNECT_BACKOFF_MAX	60000
 /* unanswered LOGINs before odl_nudge_peers(), and how often after that */
 #define ODL_NUDGE_AFTER		4
 #define ODL_NUDGE_EVERY		8
@@ -1597,17 +1601,22 @@ static void odl_open_tx(struct odl_dev *dev)
 		dev_dbg(&dev->svc->dev, "peer receive side ready\n");
 }
 
-/* The next login or path-enable attempt's delay (conn_lock held), growing
- * per retry
+/* The next attempt's delay (conn_lock held): doubling with each retry
+ * counted in *retries, from ODL_LOGIN_BACKOFF_MIN up to max_ms
  */
+static unsigned long odl_backoff(unsigned int *retries, unsigned int max_ms)
+{
+	unsigned int ms = min(ODL_LOGIN_BACKOFF_MIN << min(*retries, 10u),
+			      max_ms);
+
+	(*retries)++;
+	return msecs_to_jiffies(ms);
+}
+
+/* The next login attempt's delay (conn_lock held) */
 static unsigned long odl_login_backoff(struct odl_dev *dev)
 {
-	unsigned int ms = min(ODL_LOGIN_BACKOFF_MIN <<
-			      min(dev->login_retries, 6u),
-			      ODL_LOGIN_BACKOFF_MAX);
-
-	dev->login_retries++;
-	return msecs_to_jiffies(ms);
+	return odl_backoff(&dev->login_retries, ODL_LOGIN_BACKOFF_MAX);
 }
 
 /*
@@ -1617,7 +1626,8 @@ static unsigned long odl_login_backoff(struct odl_dev *dev)
  */
 static unsigned int odl_connect_later(struct odl_dev *dev)
 {
-	unsigned long delay = odl_login_backoff(dev);
+	unsigned long delay = odl_backoff(&dev->login_retries,
+					  ODL_CONNECT_BACKOFF_MAX);
 
 	dev->connect_retry = true;
 	mod_delayed_work(system_long_wq, &dev->connect_work, delay);
@@ -2223,11 +2233,9 @@ static void odl_ready_work(struct work_struct *work)
 	if (!ret || ret == -ESTALE) {
 		dev->ready_sent = true;
 	} else {
-		delay = min(ODL_LOGIN_BACKOFF_MIN << min(dev->ready_retries, 6u),
-			    ODL_LOGIN_BACKOFF_MAX);
-		dev->ready_retries++;
-		queue_delayed_work(system_long_wq, &dev->ready_work,
-				   msecs_to_jiffies(delay));
+		delay = odl_backoff(&dev->ready_retries,
+				    ODL_LOGIN_BACKOFF_MAX);
+		queue_delayed_work(system_long_wq, &dev->ready_work, delay);
 	}
 	mutex_unlock(&dev->conn_lock);
 }

@@ -61,7 +61,7 @@ done
 is "$(vm a /tmp/odl_xfer info | sed -n 's/^index=//p')" 0 "a: b kept device index 0 through $((CYCLES * 2)) reloads"
 odl_check_clean
 
-# A refused path enable: b's host router refuses its next two path
+# A refused path enable: b's host router refuses its next PF_N path
 # activations (model fault path-refuse, answered with a Lock error, as a
 # busy router does) and b loads again. The stock driver's enable fails (it
 # WARNs in tb_path_activate and tears the tunnel down); odl_tb5 must try
@@ -69,13 +69,30 @@ odl_check_clean
 # data (a, whose own enable worked, waits for b's READY). After it, both
 # connected and data verified both ways; the only new dmesg problems are
 # those the refusals cause. After the clean checks: they are expected here.
-pf_expected='WARNING: .* at drivers/thunderbolt/path\.c:[0-9]+ tb_path_activate|thunderbolt .*: activation failed$|thunderbolt .*: DMA tunnel activation failed, aborting$|thunderbolt .*: [0-9]+:[0-9]+: downstream port is locked$|thunderbolt [0-9a-f:.]+: path activation failed$|odl_tb5 .*: failed to enable DMA paths: -[0-9]+; trying again in [0-9]+ ms$|\] +Call Trace:$|\] +(\? )?[A-Za-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+( \[[a-z_0-9]+\])?$|\] +</?TASK>$|\] +(R[A-Z0-9]{1,2}|CS|FS|CR[0-9]|DR[0-7]|PKRU): |\] +Code: |\] +Modules linked in: |\] +Workqueue: '
+pf_expected=$(printf '%s|' \
+	'WARNING: .* at drivers/thunderbolt/path\.c:[0-9]+ tb_path_activate' \
+	'thunderbolt .*: activation failed$' \
+	'thunderbolt .*: DMA tunnel activation failed, aborting$' \
+	'thunderbolt .*: [0-9]+:[0-9]+: downstream port is locked$' \
+	'thunderbolt [0-9a-f:.]+: path activation failed$' \
+	'odl_tb5 .*: failed to enable DMA paths: -[0-9]+; trying again in [0-9]+ ms$' \
+	'\] +Call Trace:$' \
+	'\] +(\? )?[A-Za-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+( \[[a-z_0-9]+\])?$' \
+	'\] +</?TASK>$' \
+	'\] +(R[A-Z0-9]{1,2}|CS|FS|CR[0-9]|DR[0-7]|PKRU): ' \
+	'\] +Code: ' \
+	'\] +Modules linked in: ' \
+	'\] +Workqueue: ')
+pf_expected=${pf_expected%|}
+# 8 refusals: the waits double from 100 ms to 12800 ms (about 26 s in all),
+# past the login backoff's 5 s cap, up to the path retry's 60 s
+PF_N=8 PF_LAST=12800
 pa0=$(odl_dmesg_problems a)
 p0=$(odl_dmesg_problems b)
 r0=$(nhi_stats b path_refused)
 e0=$(vm b dmesg | grep -c 'failed to enable DMA paths')
 err= xfer=
-if ! out=$(reload_b nhi_fault b "path-refuse count=2" 2>&1); then
+if ! out=$(reload_b nhi_fault b "path-refuse count=$PF_N" 2>&1); then
 	err="reload with the refusals: ${out:-failed}"
 elif ! xfer=$(odl_xfer_run a b 1 2 2 4096,70000 2>&1 && odl_xfer_run b a 1 2 2 4096,70000 2>&1); then
 	err="a verified transfer failed"
@@ -84,12 +101,15 @@ r1=$(nhi_stats b path_refused)
 e1=$(vm b dmesg | grep -c 'failed to enable DMA paths')
 new=$(comm -13 <(printf '%s\n' "$p0") <(odl_dmesg_problems b) | grep -vE "$pf_expected")
 new="$new$(comm -13 <(printf '%s\n' "$pa0") <(odl_dmesg_problems a) | sed 's/^/a: /')"
-desc="b's router refused 2 path activations: odl_tb5 enabled them again after its backoff, connected, verified both ways"
-if [ -z "$err" ] && [ $((r1 - r0)) = 2 ] && [ $((e1 - e0)) = 2 ] && [ -z "$new" ]; then
+last=$(vm b dmesg | grep -o 'failed to enable DMA paths: .*' | tail -n 1)
+desc="b's router refused $PF_N path activations: odl_tb5 enabled them again after its backoff (doubling past the login's 5 s cap: the last wait $PF_LAST ms), connected, verified both ways"
+if [ -z "$err" ] && [ $((r1 - r0)) = "$PF_N" ] && [ $((e1 - e0)) = "$PF_N" ] && [ -z "$new" ] &&
+	[ "${last##* in }" = "$PF_LAST ms" ]; then
 	ok "$desc" "model path_refused $r0 -> $r1" "$(vm b dmesg | grep 'failed to enable DMA paths')"
 else
-	not_ok "$desc" "${err:-connected and verified}" "$xfer" "model path_refused $r0 -> $r1 (want +2)" \
-		"odl_tb5 'failed to enable DMA paths' lines $e0 -> $e1 (want +2)" "unexpected dmesg problems: $new" \
+	not_ok "$desc" "${err:-connected and verified}" "$xfer" "model path_refused $r0 -> $r1 (want +$PF_N)" \
+		"odl_tb5 'failed to enable DMA paths' lines $e0 -> $e1 (want +$PF_N)" \
+		"the last: ${last:-none} (want a wait of $PF_LAST ms)" "unexpected dmesg problems: $new" \
 		"$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)" "$(vm b dmesg | tail -n 40)"
 fi
 nhi_fault b clear
