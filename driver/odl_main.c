@@ -1606,8 +1606,9 @@ static void odl_open_tx(struct odl_dev *dev)
  */
 static unsigned long odl_backoff(unsigned int *retries, unsigned int max_ms)
 {
-	unsigned int ms = min(ODL_LOGIN_BACKOFF_MIN << min(*retries, 10u),
-			      max_ms);
+	unsigned int ms = min_t(unsigned int,
+				ODL_LOGIN_BACKOFF_MIN << min(*retries, 10u),
+				max_ms);
 
 	(*retries)++;
 	return msecs_to_jiffies(ms);
@@ -1621,13 +1622,13 @@ static unsigned long odl_login_backoff(struct odl_dev *dev)
 
 /*
  * conn_lock held: this login's connection could not be set up; try again
- * after the backoff (odl_connect_work) unless the login goes stale
- * meanwhile. Returns the delay in ms.
+ * after the backoff, at most max_ms (odl_connect_work), unless the login
+ * goes stale meanwhile. Returns the delay in ms.
  */
-static unsigned int odl_connect_later(struct odl_dev *dev)
+static unsigned int odl_connect_later(struct odl_dev *dev,
+				      unsigned int max_ms)
 {
-	unsigned long delay = odl_backoff(&dev->login_retries,
-					  ODL_CONNECT_BACKOFF_MAX);
+	unsigned long delay = odl_backoff(&dev->login_retries, max_ms);
 
 	dev->connect_retry = true;
 	mod_delayed_work(system_long_wq, &dev->connect_work, delay);
@@ -1649,7 +1650,7 @@ static void odl_try_connect(struct odl_dev *dev)
 		if (ret >= 0)
 			tb_xdomain_release_in_hopid(dev->xd, ret);
 		/* not in the print's arguments: a rate limit skips those */
-		ms = odl_connect_later(dev);
+		ms = odl_connect_later(dev, ODL_LOGIN_BACKOFF_MAX);
 		dev_err_ratelimited(&dev->svc->dev,
 				    "cannot reserve input HopID %d: %d; trying again in %u ms\n",
 				    dev->remote_transmit_path, ret, ms);
@@ -1714,7 +1715,7 @@ static void odl_try_connect(struct odl_dev *dev)
 		/* the peer may have its paths up and wait for our READY:
 		 * without another try this login would never carry data
 		 */
-		ms = odl_connect_later(dev);
+		ms = odl_connect_later(dev, ODL_CONNECT_BACKOFF_MAX);
 		dev_err_ratelimited(&dev->svc->dev,
 				    "failed to enable DMA paths: %d; trying again in %u ms\n",
 				    ret, ms);

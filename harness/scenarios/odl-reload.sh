@@ -6,10 +6,11 @@
 # removed at once, with frames in flight both ways. Each time: a's device
 # goes away and its server stops with an error, b's module comes back, both
 # log in again (a keeps index 0) and a verified transfer works. No oops or
-# WARN on either side. Last, b's router refuses its next two path
+# WARN on either side. Last, b's router refuses its next eight path
 # activations (model fault path-refuse) before b loads again: odl_tb5 tries
-# the enable again after its backoff and connects (the only WARNs allowed
-# are the stock driver's for the refusals).
+# the enable again after its backoff (doubling past the login's 5 s cap)
+# and connects (the only WARNs allowed are the stock driver's for the
+# refusals).
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 CYCLES=${ODL_RELOAD_CYCLES:-20}
@@ -24,7 +25,7 @@ reload_b() {
 	wait_for "! vm a test -e /dev/odl_tb5_0" 120 || { echo "a's device stayed after b unloaded"; return 1; }
 	[ $# = 0 ] || "$@" || { echo "failed while unloaded: $*"; return 1; }
 	odl_load b || return 1
-	odl_wait_connected a 180 && odl_wait_connected b 180 || { echo "no login after reload"; return 1; }
+	odl_wait_connected a 180 && odl_wait_connected b 180 || { echo "not connected after reload"; return 1; }
 }
 
 for i in $(seq 1 "$CYCLES"); do
@@ -86,7 +87,7 @@ pf_expected=$(printf '%s|' \
 pf_expected=${pf_expected%|}
 # 8 refusals: the waits double from 100 ms to 12800 ms (about 26 s in all),
 # past the login backoff's 5 s cap, up to the path retry's 60 s
-PF_N=8 PF_LAST=12800
+PF_N=8 PF_LAST=$((100 << (PF_N - 1)))
 pa0=$(odl_dmesg_problems a)
 p0=$(odl_dmesg_problems b)
 r0=$(nhi_stats b path_refused)
