@@ -99,14 +99,15 @@ elif ! xfer=$(odl_xfer_run a b 1 2 2 4096,70000 2>&1 && odl_xfer_run b a 1 2 2 4
 	err="a verified transfer failed"
 fi
 r1=$(nhi_stats b path_refused)
-e1=$(vm b dmesg | grep -c 'failed to enable DMA paths')
+fl=$(vm b dmesg | grep 'failed to enable DMA paths')
+e1=$(printf '%s' "$fl" | grep -c .)
 new=$(comm -13 <(printf '%s\n' "$p0") <(odl_dmesg_problems b) | grep -vE "$pf_expected")
 new="$new$(comm -13 <(printf '%s\n' "$pa0") <(odl_dmesg_problems a) | sed 's/^/a: /')"
-last=$(vm b dmesg | grep -o 'failed to enable DMA paths: .*' | tail -n 1)
+last=$(printf '%s\n' "$fl" | tail -n 1)
 desc="b's router refused $PF_N path activations: odl_tb5 enabled them again after its backoff (doubling past the login's 5 s cap: the last wait $PF_LAST ms), connected, verified both ways"
 if [ -z "$err" ] && [ $((r1 - r0)) = "$PF_N" ] && [ $((e1 - e0)) = "$PF_N" ] && [ -z "$new" ] &&
 	[ "${last##* in }" = "$PF_LAST ms" ]; then
-	ok "$desc" "model path_refused $r0 -> $r1" "$(vm b dmesg | grep 'failed to enable DMA paths')"
+	ok "$desc" "model path_refused $r0 -> $r1" "$fl"
 else
 	not_ok "$desc" "${err:-connected and verified}" "$xfer" "model path_refused $r0 -> $r1 (want +$PF_N)" \
 		"odl_tb5 'failed to enable DMA paths' lines $e0 -> $e1 (want +$PF_N)" \

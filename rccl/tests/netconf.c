@@ -1169,11 +1169,12 @@ static void t_handshake(void)
 {
 	void *s, *r;
 
-	/* every handshake ends with one message in each direction */
 	/* The delayed side stalls for longer than the call bound: a connect
 	 * or accept that waited for the peer would be caught by TIMED
 	 * however long a non-blocking call may take on a starved machine. */
 	int stall = handshake_stall_ms();
+
+	/* every handshake ends with one message in each direction */
 	struct {
 		const char *name;
 		int con_delay, acc_delay;
@@ -4469,11 +4470,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "--call-bound SEC: more than 0, at most 60\n");
 		return 2;
 	}
-	if (handshake_stall_ms() > g_deadline_s * 500.0) {
+	int stall = handshake_stall_ms();
+	if (stall > g_deadline_s * 500.0) {
 		fprintf(stderr,
 			"--call-bound %g: the delayed handshakes stall %d ms, more than half the "
 			"--deadline (%g s) the other side polls for\n",
-			g_call_bound_s, handshake_stall_ms(), g_deadline_s);
+			g_call_bound_s, stall, g_deadline_s);
 		return 2;
 	}
 	if (g_fuse && !g_rails) {
