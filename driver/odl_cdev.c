@@ -30,14 +30,17 @@ struct odl_slot {
 };
 
 static DEFINE_MUTEX(odl_slots_lock);
+static DEFINE_MUTEX(odl_stats_reset_lock);
 static struct odl_slot odl_slots[ODL_MAX_DEVS];
 static dev_t odl_devt;
 static struct cdev odl_cdev;
 static struct class *odl_class;
 
 /* ---------------------------------------------------------------------
- * Sized structs: accept [VER0 size, sizeof], larger only with zero tail.
+ * Sized structs: accept [VER0 size, sizeof], larger only with zero tail
+ * and at most ODL_STRUCT_MAX.
  */
+#define ODL_STRUCT_MAX	4096
 static int odl_copy_in(void *kbuf, size_t ksize, size_t minsize,
 		       unsigned long arg, u32 *usize)
 {
@@ -49,6 +52,9 @@ static int odl_copy_in(void *kbuf, size_t ksize, size_t minsize,
 		return -EFAULT;
 	if (size < minsize)
 		return -EINVAL;
+	/* no struct will ever need a page: spare checking a huge tail */
+	if (size > ODL_STRUCT_MAX)
+		return -E2BIG;
 	ret = copy_struct_from_user(kbuf, ksize, uarg, size);
 	if (ret)
 		return ret;
@@ -489,7 +495,7 @@ static int odl_do_recv(struct odl_file *f, u32 flags, u32 buf_id,
 	spin_lock(&dev->lock);
 	if (dev->gone)
 		ret = -ENODEV;
-	else if (f->recvs_out >= ODL_TB5_MAX_OUTSTANDING)
+	else if (f->recvs_out >= ODL_TB5_MAX_OUTSTANDING || odl_cq_full(f))
 		ret = -EAGAIN;
 	if (!ret) {
 		/* counted first: a waiting message may complete it at once */
@@ -692,10 +698,13 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	want = max(pq.min_entries, 1u);
 
 	if (pq.timeout_ms && !odl_cq_ready(f, want)) {
-		u64 spin_until = ktime_get_ns() + odl_busy_poll * 1000ull;
+		/* the parameter is writable: load-time checks do not hold */
+		u32 spin_us = min_t(u32, READ_ONCE(odl_busy_poll), 10000);
+		u64 spin_until = ktime_get_ns() + spin_us * 1000ull;
 
-		while (odl_busy_poll && !odl_cq_ready(f, want) &&
-		       ktime_get_ns() < spin_until && !signal_pending(current))
+		while (spin_us && !odl_cq_ready(f, want) &&
+		       ktime_get_ns() < spin_until &&
+		       !signal_pending(current) && !need_resched())
 			cpu_relax();
 		odl_cq_waiter(f, want, true);
 		if (pq.timeout_ms < 0) {
@@ -762,6 +771,9 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	if (st.flags & ~ODL_TB5_STATS_RESET)
 		return -EINVAL;
 	reset = st.flags & ODL_TB5_STATS_RESET;
+	/* resets one at a time: two would both take away the same snapshot */
+	if (reset)
+		mutex_lock(&odl_stats_reset_lock);
 	spin_lock(&dev->lock);
 	snap = dev->stats;
 	spin_unlock(&dev->lock);
@@ -788,16 +800,27 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	st.no_port = snap.no_port;
 	st.rx_cancelled = snap.rx_cancelled;
 	ret = odl_copy_out(arg, &st, sizeof(st), usize);
-	if (ret || !reset)
+	if (!reset)
 		return ret;
-	/* reset only what was reported; later counts survive */
-	spin_lock(&dev->lock);
-	cur = (u64 *)&dev->stats;
-	old = (u64 *)&snap;
-	for (i = 0; i < sizeof(snap) / sizeof(u64); i++)
-		cur[i] -= old[i];
-	spin_unlock(&dev->lock);
-	return 0;
+	if (!ret) {
+		/* reset only what was reported; later counts survive, and so
+		 * do the counters GET_STATS does not report (GET_INFO's
+		 * link_changes, sysfs's credit_frames) or this caller's
+		 * struct is too short for
+		 */
+		snap.credit_frames = 0;
+		snap.link_changes = 0;
+		if (usize < ODL_TB5_STATS_SIZE_1_7)
+			snap.rx_cancelled = 0;
+		spin_lock(&dev->lock);
+		cur = (u64 *)&dev->stats;
+		old = (u64 *)&snap;
+		for (i = 0; i < sizeof(snap) / sizeof(u64); i++)
+			cur[i] -= old[i];
+		spin_unlock(&dev->lock);
+	}
+	mutex_unlock(&odl_stats_reset_lock);
+	return ret;
 }
 
 static void odl_memreg_free(struct odl_dmabuf *d)
@@ -1197,7 +1220,8 @@ static __poll_t odl_poll(struct file *file, poll_table *wait)
 	spin_lock(&dev->lock);
 	if (f->cq_count)
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (dev->connected && f->sends_out < ODL_TB5_MAX_OUTSTANDING)
+	if (dev->connected && f->sends_out < ODL_TB5_MAX_OUTSTANDING &&
+	    !odl_cq_full(f))
 		mask |= EPOLLOUT | EPOLLWRNORM;
 	if (dev->gone)
 		mask |= EPOLLHUP | EPOLLERR;

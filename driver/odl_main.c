@@ -278,7 +278,7 @@ void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 /* An event takes a slot only if sends and receives keep theirs. */
 static void odl_event(struct odl_file *f, int status, u32 flags)
 {
-	if (f->cq_count + f->sends_out + f->recvs_out >= ODL_CQ_SIZE) {
+	if (odl_cq_full(f)) {
 		f->cq_dropped++;
 		return;
 	}
@@ -632,9 +632,10 @@ static void odl_tx_callback(struct tb_ring *ring, struct ring_frame *frame,
 	dev->tx_inflight--;
 	if (s) {
 		s->inflight--;
-		if (canceled && dev->resuming && !s->status) {
+		if (canceled && dev->resuming && !s->status && s->file) {
 			/* E2E fallback: the message is sent again after the
-			 * re-login (odl_requeue_sends)
+			 * re-login (odl_requeue_sends); not one whose file has
+			 * closed: its memory went with the file
 			 */
 			if (!s->inflight && list_empty(&s->list))
 				list_add_tail(&s->list, &dev->tx_requeue);
@@ -693,7 +694,8 @@ int odl_queue_send(struct odl_dev *dev, struct odl_send *s)
 		spin_unlock(&dev->lock);
 		return -ENOTCONN;
 	}
-	if (s->file->sends_out >= ODL_TB5_MAX_OUTSTANDING) {
+	if (s->file->sends_out >= ODL_TB5_MAX_OUTSTANDING ||
+	    odl_cq_full(s->file)) {
 		spin_unlock(&dev->lock);
 		return -EAGAIN;
 	}
@@ -2442,13 +2444,14 @@ static int odl_handle_packet(const void *buf, size_t size, void *data)
 		return 1;
 
 	case ODL_XD_LOGOUT:
-		if (odl_xd_reply_status(dev, &pkt.hdr, route, sequence,
-					ODL_XD_OK))
-			return 1;
+		/* taken even if the answer cannot go out: the peer does not
+		 * ask twice
+		 */
 		spin_lock(&dev->lock);
 		dev->peer_logout_pending = true;
 		dev->peer_login_pending = false;
 		spin_unlock(&dev->lock);
+		odl_xd_reply_status(dev, &pkt.hdr, route, sequence, ODL_XD_OK);
 		queue_work(system_long_wq, &dev->peer_work);
 		return 1;
 

@@ -384,6 +384,15 @@ void odl_file_detach(struct odl_dev *dev, struct odl_file *f);
 void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 		 u64 len, u32 src_port, u32 flags);
 
+/* Every SEND and RECV in flight owns a completion slot: while the queued
+ * completions and those to come fill the queue, nothing more is taken
+ * (dev->lock held).
+ */
+static inline bool odl_cq_full(const struct odl_file *f)
+{
+	return f->cq_count + f->sends_out + f->recvs_out >= ODL_CQ_SIZE;
+}
+
 /* odl_cdev.c */
 int odl_cdev_init(void);
 void odl_cdev_exit(void);

@@ -234,6 +234,9 @@ unit-rccl-conf: $(RCCL_NETCONF) $(RCCL_SO) $(RCCL_SO_NCCL) $(RCCL_STATS)
 	@$(RCCL_STATS) --json $(RCCL_TEST_STATS).busy | python3 -c 'import json,sys; s=json.load(sys.stdin); \
 	  assert 0 < s["busy_poll_reaps"] <= s["caller_reaps"], s; \
 	  print("ok - busy polling: %d of %d waits in test() ended by polling without sleeping" % (s["busy_poll_reaps"], s["caller_reaps"]))'
+	@# staging slots of 256 KiB here, 64 KiB at the peer: chunks fit the smaller
+	NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_ZEROCOPY=0 ODL_TB5_RCCL_CHUNK=262144 \
+	  $(RCCL_NETCONF) --quick --rank1-env ODL_TB5_RCCL_CHUNK=65536 --timeout $(RCCL_TIMEOUT)
 	@out=$$(NCCL_NET_PLUGIN=odl_tb5 ODL_TB5_RCCL_STATS=off ODL_TB5_RCCL_PORT=90 ODL_TB5_RCCL_DEBUG=1 \
 	  $(RCCL_NETCONF) --pairs 2 --quick --timeout 120 2>&1); rc=$$?; \
 	 if [ $$rc -eq 0 ] || ! printf '%s\n' "$$out" | grep -q 'port 90 (ODL_TB5_RCCL_PORT) is held by another process'; then \

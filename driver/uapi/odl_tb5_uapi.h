@@ -339,8 +339,8 @@ struct odl_tb5_dmabuf_import {
 	__u32 size;
 	__s32 fd;			/* in: DMA-buf file descriptor */
 	__u32 flags;			/* in: ODL_TB5_DMABUF_*, at least one */
-	__u32 handle;			/* out: for ODL_TB5_F_DMABUF */
-	__u64 length;			/* out: size of the DMA-buf */
+	__u32 handle;			/* out: for ODL_TB5_F_DMABUF (in: 0) */
+	__u64 length;			/* out: size of the DMA-buf (in: 0) */
 };
 
 struct odl_tb5_dmabuf_release {

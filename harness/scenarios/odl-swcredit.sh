@@ -8,7 +8,8 @@
 # long give way and the held frames are processed again; their credit goes
 # back only once they are on the ring again. Expected: 8 messages dropped,
 # none of a's sends lost, no RX overflow in b's model, no sequence errors,
-# data verified afterwards.
+# data verified afterwards. Last, a stats reset on b (GET_STATS with
+# ODL_TB5_STATS_RESET) zeroes what it reported and keeps credit_frames.
 # Bug found with it (2026-11-29): on 6.12 b's model counted RX overflows
 # (15; 37 in a run where b had fallen back to software credits itself) and
 # b lost one message to a sequence gap; on 6.1 it passed, and one 6.12 run
@@ -19,7 +20,7 @@
 # joined make test.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 4
+tap_plan 5
 tap_timeout 1200
 odl_need_build
 odl_strix_tbnet_pair
@@ -53,4 +54,17 @@ else
 fi
 check "e2e=off, sw-credits: afterwards 8 messages a -> b verified" \
 	odl_xfer_run a b 7 9 8 4096,1048576
+# GET_STATS with ODL_TB5_STATS_RESET takes away what it reported, and only
+# that: b's credit frames (a counter only sysfs shows) stay counted
+st=/sys/class/odl_tb5/odl_tb5_0/statistics
+before=$(vm b sh -c "echo \$(cat $st/credit_frames) \$(cat $st/drops)")
+reset_out=$(vm b /tmp/odl_xfer stats-reset 2>&1)
+after=$(vm b sh -c "echo \$(cat $st/credit_frames) \$(cat $st/drops)")
+set -- $before $after
+if [ $# = 4 ] && [ "$1" -gt 0 ] && [ "$3" -ge "$1" ] && [ "$2" -ge 8 ] && [ "$4" -lt "$2" ]; then
+	ok "b: a stats reset zeroes drops ($2 -> $4), keeps credit_frames ($1 -> $3)"
+else
+	not_ok "b: a stats reset zeroes drops, keeps credit_frames" \
+		"credit_frames drops before: $before, after: $after" "$reset_out"
+fi
 tap_done

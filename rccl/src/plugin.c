@@ -439,6 +439,7 @@ struct odlp_comm {
 	uint32_t peer_port; /* send/recv: the peer process's port */
 	uint64_t peer_inst; /* send/recv: the peer process's instance (0 unknown) */
 	uint64_t peer_group; /* recv: the connector's fused connect (0: plain) */
+	uint32_t peer_slot; /* send: the receiver's staging slot (its ACK; 0 unknown) */
 	struct odlp_dev *dev;
 	struct odlp_comm *next;
 	int nmr;
@@ -1126,6 +1127,17 @@ static bool tx_slot_send(struct odlp_dev *d, uint32_t dport, uint32_t slot, uint
 	return false;
 }
 
+/* The payload of one DATA message of send comm c: it fits the receiver's
+ * staging slot as well as ours (ODL_TB5_RCCL_CHUNK or max_msg_size may
+ * differ there; its ACK said, 0 from an older plugin: as ours).
+ */
+static uint64_t data_chunk_max(const struct odlp_dev *d, const struct odlp_comm *c)
+{
+	uint32_t slot = c->peer_slot && c->peer_slot < d->slot ? c->peer_slot : d->slot;
+
+	return slot - sizeof(struct wire_hdr);
+}
+
 /* Move control messages and data chunks into the library while slots last. */
 static void tx_pump_slots(struct odlp_dev *d)
 {
@@ -1151,7 +1163,7 @@ static void tx_pump_slots(struct odlp_dev *d)
 		/* round robin: take the head job, one chunk, rotate */
 		struct odlp_req *r = d->job_head;
 		uint64_t chunk = r->ssize - r->sent;
-		uint64_t maxp = d->slot - sizeof(struct wire_hdr);
+		uint64_t maxp = data_chunk_max(d, r->comm);
 		struct wire_hdr h = {
 			.magic = WIRE_MAGIC,
 			.type = M_DATA,
@@ -1238,17 +1250,32 @@ static void match_sends(struct odlp_comm *c)
 
 	while (c->cts_count && c->sq_head) {
 		struct cts_ent *e = &c->cts[c->cts_head];
-		struct odlp_req *r = c->sq_head;
-		int i, used = 0;
+		struct odlp_req *r, *prev = NULL;
+		int i = 0, used = 0;
 		int64_t off;
 
-		for (i = 0; i < e->n; i++)
-			if (!e->used[i] && e->tag[i] == r->stag)
+		/* the first queued send whose tag is free in the head receive:
+		 * FIFO per tag (a later send of a tag finds no entry where an
+		 * earlier one found none), and a send whose tag is not (or no
+		 * longer) in it does not hold up the other tags' (several NCCL
+		 * subs on one comm, each going ahead on its own)
+		 */
+		for (r = c->sq_head; r; prev = r, r = r->qnext) {
+			for (i = 0; i < e->n; i++)
+				if (!e->used[i] && e->tag[i] == r->stag)
+					break;
+			if (i < e->n)
 				break;
-		if (i == e->n)
-			return; /* FIFO: the head send's tag is not in the head receive */
+		}
+		if (!r)
+			return;
 		e->used[i] = 1;
-		req_pop(&c->sq_head, &c->sq_tail);
+		if (prev)
+			prev->qnext = r->qnext;
+		else
+			c->sq_head = r->qnext;
+		if (c->sq_tail == r)
+			c->sq_tail = prev;
 		r->matched = 1;
 		r->dst_seq = e->seq;
 		r->dst_idx = (uint32_t)i;
@@ -1552,8 +1579,16 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 	}
 	case M_ACK:
 		if (c && c->kind == K_SEND && c->state == S_PENDING) {
+			if (h->idx && h->idx <= sizeof(struct wire_hdr)) {
+				WARN("comm %u: the peer's staging slot of %u bytes holds no data; connect failed",
+				     c->id, h->idx);
+				STAT_ADD(errors, 1);
+				c->state = S_FAILED;
+				return;
+			}
 			c->peer_id = h->src;
 			c->peer_inst = h->total;
+			c->peer_slot = h->idx;
 			c->state = S_READY;
 		} else if (!c) {
 			/* our connect was given up before its accept (a fused
@@ -2699,8 +2734,9 @@ static ncclResult_t core_accept(void *listenComm, void **recvComm)
 		c->peer_group = cp->group;
 		c->state = S_READY;
 		free(cp);
+		/* idx: our staging slot, the largest DATA message we take */
 		struct wire_hdr h = { .type = M_ACK, .dst = c->peer_id, .src = c->id,
-				      .total = g_instance };
+				      .idx = d->slot, .total = g_instance };
 		queue_ctrl(d, c->peer_port, &h, NULL, 0);
 		tx_pump(d);
 		*recvComm = c;

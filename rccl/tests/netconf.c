@@ -72,6 +72,8 @@
  * Options: --api N (7..12, default newest exported), --flavour nccl|rccl
  *          (file-name rule; default rccl), --quick (sizes up to 4 MiB),
  *          --max-size BYTES, --timeout SEC (spawn mode, default 300),
+ *          --rank1-env VAR=VALUE (spawn mode: set in rank 1 only, e.g. a
+ *          different ODL_TB5_RCCL_CHUNK),
  *          --deadline SEC (per operation, default 30), --call-bound SEC (how
  *          long a non-blocking call may take, default 1; the delayed
  *          handshakes stall the peer longer than this), --iters N,
@@ -1521,9 +1523,69 @@ static void t_grouped(void *s, void *r)
 			      n, i);
 		}
 	}
+	/* tags out of step, as NCCL's subs sharing one comm go: two grouped
+	 * receives {200, 201}; tag 200 sends both its messages before tag 201
+	 * sends its first, which must still reach the first receive
+	 */
+	{
+		void *d[2][2], *mh[2] = { ra.mh, ra.mh }, *rreq[2], *sreq[4];
+		size_t cap[2] = { 4096, 4096 };
+		int tags[2] = { 200, 201 }, sizes[2][2];
+
+		barrier();
+		for (int k = 0; k < 2; k++) {
+			d[k][0] = ra.p + (size_t)k * 8192;
+			d[k][1] = ra.p + (size_t)k * 8192 + 4096;
+			rreq[k] = post_recv(r, 2, d[k], cap, tags, mh);
+		}
+		for (int j = 0; j < 4; j++)
+			fill(sa.p + (size_t)j * 4096, 1000 + (size_t)j, 9100u + (uint32_t)j);
+		/* each tag a sub of its own, as NCCL's proxy runs them: a NULL
+		 * request (the fused device takes a send only once its receive
+		 * entry is there) moves on to the other tag
+		 */
+		int next[2] = { 0, 0 };
+		double t0 = now_s();
+
+		while (next[0] < 2 || next[1] < 2) {
+			for (int t = 0; t < 2; t++) {
+				while (next[t] < 2) {
+					int j = t * 2 + next[t];
+					void *req = NULL;
+
+					OKR(TIMED(n_isend_ph(s, sa.p + (size_t)j * 4096, 1000 + (size_t)j,
+							     tags[t], sa.mh, ph_take(), &req),
+						  "isend"),
+					    "isend (tags out of step)");
+					if (!req)
+						break;
+					sreq[j] = req;
+					next[t]++;
+				}
+			}
+			CHECK(now_s() - t0 < g_deadline_s, "tags out of step: sends never accepted (%d, %d)",
+			      next[0], next[1]);
+			poll_pause();
+		}
+		for (int j = 0; j < 4; j++)
+			OKR(wait_req(sreq[j], NULL), "test(send, tags out of step)");
+		for (int k = 0; k < 2; k++) {
+			memset(sizes[k], 0, sizeof(sizes[k]));
+			OKR(wait_req(rreq[k], sizes[k]), "test(grouped recv, tags out of step)");
+			for (int t = 0; t < 2; t++) {
+				int j = t * 2 + k;
+
+				CHECK(sizes[k][t] == 1000 + j, "out of step: receive %d tag %d: size %d want %d",
+				      k, tags[t], sizes[k][t], 1000 + j);
+				CHECK(verify(d[k][t], (size_t)(1000 + j), 9100u + (uint32_t)j),
+				      "out of step: receive %d tag %d data", k, tags[t]);
+			}
+		}
+	}
 	area_free(&sa, s);
 	area_free(&ra, r);
-	pass("grouped receives n = 1..8 with tags (members sent in reverse order, a 0-byte member)");
+	pass("grouped receives n = 1..8 with tags (members sent in reverse order, a 0-byte member); "
+	     "tags out of step (one tag's next send ahead of another's first)");
 }
 
 /*
@@ -4383,6 +4445,7 @@ static int tcp_oob(const char *listen_port, const char *connect_to)
 int main(int argc, char **argv)
 {
 	int rank = -1, want_api = 0, timeout = 300, no_shm = 0, loadonly = 0;
+	const char *rank1_env = NULL; /* --rank1-env VAR=VALUE: rank 1's alone */
 	const char *olisten = NULL, *oconnect = NULL;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -4438,6 +4501,8 @@ int main(int argc, char **argv)
 			g_max = 4u << 20;
 		else if (!strcmp(a, "--no-shm"))
 			no_shm = 1;
+		else if (!strcmp(a, "--rank1-env") && v && strchr(v, '=') && strchr(v, '=') != v && strlen(v) < 256)
+			rank1_env = v, i++;
 		else if (!strcmp(a, "--dmabuf"))
 			g_dmabuf = 1;
 		else if (!strcmp(a, "--fail") && v &&
@@ -4523,8 +4588,16 @@ int main(int argc, char **argv)
 			pid[2 * k + r] = fork();
 			if (pid[2 * k + r] == 0) {
 				char spec[96], port[16];
+
 				g_rank = r;
 				g_oob = sv[r];
+				if (r == 1 && rank1_env) {
+					char kv[256];
+
+					snprintf(kv, sizeof(kv), "%s", rank1_env);
+					*strchr(kv, '=') = 0;
+					setenv(kv, kv + strlen(kv) + 1, 1);
+				}
 				close(sv[1 - r]);
 				close(ready[0]);
 				g_ready_fd = ready[1];

@@ -855,6 +855,45 @@ START_TEST(t_connect_peer_closed)
 }
 END_TEST
 
+/* the ACK says how large the acceptor's staging slot is: DATA chunks fit
+ * the smaller of the two (ODL_TB5_RCCL_CHUNK set on one side only used to
+ * lose every chunk the receiver could not take, a receive that never
+ * ended); 0 (an older plugin) means as ours; a slot too small for a header
+ * and a byte fails the connect */
+START_TEST(t_ack_slot_size)
+{
+	struct odlp_comm *sc;
+	struct wire_hdr h = { .magic = WIRE_MAGIC, .type = M_ACK, .sport = 7, .src = 40,
+			      .total = 99 };
+
+	td.slot = 262144;
+	for (int k = 0; k < 4; k++) {
+		static const uint32_t peer[4] = { 65536, 0, 1048576, 4096 };
+		static const uint64_t want[4] = { 65536, 262144, 262144, 4096 };
+
+		sc = new_comm(&td, K_SEND);
+		ck_assert_ptr_nonnull(sc);
+		sc->state = S_PENDING;
+		sc->peer_port = 7;
+		h.dst = sc->id;
+		h.idx = peer[k];
+		handle_msg(&td, (const char *)&h, sizeof(h), 1);
+		ck_assert_int_eq(sc->state, S_READY);
+		ck_assert_uint_eq(data_chunk_max(&td, sc), want[k] - sizeof(struct wire_hdr));
+	}
+	ck_assert_int_eq(t_warns, 0);
+	sc = new_comm(&td, K_SEND);
+	ck_assert_ptr_nonnull(sc);
+	sc->state = S_PENDING;
+	sc->peer_port = 7;
+	h.dst = sc->id;
+	h.idx = sizeof(struct wire_hdr);
+	handle_msg(&td, (const char *)&h, sizeof(h), 1);
+	ck_assert_int_eq(sc->state, S_FAILED);
+	ck_assert_int_eq(t_warns, 1);
+}
+END_TEST
+
 /* an ACK for a comm we do not have (a connect given up before the peer
  * accepted it): the comm the peer made for it is told CLOSE, an answer
  * bounded like REJ and PONG */
@@ -1097,6 +1136,7 @@ int main(void)
 	tcase_add_test(tc, t_ack_not_passed_by_cts);
 	tcase_add_test(tc, t_connect_peer_closed);
 	tcase_add_test(tc, t_ack_unknown_answered);
+	tcase_add_test(tc, t_ack_slot_size);
 	tcase_add_test(tc, t_connect_abandon);
 	tcase_add_test(tc, t_connect_abandon_routed);
 	tcase_add_test(tc, t_exit_keeps_open_comms);

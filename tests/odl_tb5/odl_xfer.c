@@ -16,6 +16,7 @@
  *   odl_xfer kick   [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
+ *   odl_xfer stats-reset [-d DEV]   (the same, then ODL_TB5_STATS_RESET)
  *   odl_xfer fuzz   [-d DEV] [-n SECONDS] [-S SEED]
  *   -D (send/recv): data through a DMA-buf from odl_dmabuf_exp, imported
  *   -E odl|udmabuf|heap: the DMA-buf exporter of -D: odl_dmabuf_exp, the
@@ -157,20 +158,27 @@ static int cmd_info(void)
 }
 
 /* the device's counters (GET_STATS) into *st */
-static void read_stats(int fd, struct odl_tb5_stats *st)
+static void read_stats_f(int fd, struct odl_tb5_stats *st, uint32_t flags)
 {
 	memset(st, 0, sizeof(*st));
 	st->size = sizeof(*st);
+	st->flags = flags;
 	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, st))
 		die("GET_STATS");
 }
 
-static int cmd_stats(void)
+static void read_stats(int fd, struct odl_tb5_stats *st)
+{
+	read_stats_f(fd, st, 0);
+}
+
+/* stats-reset: the counters, reset after reading (ODL_TB5_STATS_RESET) */
+static int cmd_stats(uint32_t flags)
 {
 	struct odl_tb5_stats st;
 	int fd = open_dev();
 
-	read_stats(fd, &st);
+	read_stats_f(fd, &st, flags);
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
 	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu rx_cancelled=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
@@ -1395,6 +1403,75 @@ static void badinput_keyed(int fd, int fd2)
 	expect_comp("the second cancelled RECV completes", fd, 3077, -ECANCELED);
 }
 
+/* The completion queue (1024) never drops a SEND or RECV completion: four
+ * rounds of 256 keyed RECVs, each withdrawn and never fetched, fill it;
+ * then SEND and RECV are refused (EAGAIN, no POLLOUT) until completions
+ * are fetched, and all 1024 come out, in order.
+ */
+static void badinput_cq(int fd)
+{
+	enum { CQ = 1024, ROUND = 256 };
+	static struct odl_tb5_completion ce[CQ];
+	struct odl_tb5_recv r;
+	struct odl_tb5_send s;
+	struct odl_tb5_cancel cn;
+	struct odl_tb5_poll_cq pq;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+	uint32_t k, bad = 0;
+	int rr = 0, rc = 0;
+
+	Z(r); r.size = sizeof(r); r.buf_id = 3; r.capacity = 64;
+	Z(cn); cn.size = sizeof(cn);
+	for (k = 1; k <= CQ && !rr && !rc; k++) {
+		r.key = k; r.cookie = k; r.offset = (k - 1) * 64ull;
+		rr = ioctl(fd, ODL_TB5_IOC_RECV, &r) ? errno : 0;
+		if (!rr && k % ROUND == 0) {
+			/* a round posted: withdraw it, completions left queued */
+			for (cn.key = k - ROUND + 1; cn.key <= k && !rc; cn.key++)
+				rc = ioctl(fd, ODL_TB5_IOC_CANCEL, &cn) ? errno : 0;
+		}
+	}
+	ntest++;
+	if (!rr && !rc) {
+		printf("ok %d - 4 x 256 keyed RECVs posted and cancelled, nothing fetched\n", ntest);
+	} else {
+		nfail++;
+		printf("not ok %d - filling the queue: RECV key %u: %s, CANCEL: %s\n",
+		       ntest, k - 1, strerror(rr), strerror(rc));
+	}
+	r.key = CQ + 1; r.cookie = CQ + 1; r.offset = 0;
+	expect("RECV with the completion queue full", ioctl(fd, ODL_TB5_IOC_RECV, &r), EAGAIN);
+	Z(s); s.size = sizeof(s); s.buf_id = 0; s.dst_port = 1; s.length = 1;
+	expect("SEND with the completion queue full", ioctl(fd, ODL_TB5_IOC_SEND, &s), EAGAIN);
+	ntest++;
+	if (poll(&pfd, 1, 0) == 1 && pfd.revents == POLLIN) {
+		printf("ok %d - poll: POLLIN, no POLLOUT\n", ntest);
+	} else {
+		nfail++;
+		printf("not ok %d - poll: revents 0x%x\n", ntest, pfd.revents);
+	}
+	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
+	pq.entry_size = sizeof(ce[0]); pq.max_entries = CQ;
+	if (ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq))
+		pq.count = 0;
+	for (k = 0; k < pq.count; k++)
+		if (ce[k].type != ODL_TB5_COMP_RECV || ce[k].cookie != k + 1 ||
+		    ce[k].status != -ECANCELED)
+			bad++;
+	ntest++;
+	if (pq.count == CQ && !bad) {
+		printf("ok %d - all 1024 cancelled RECVs complete, in order\n", ntest);
+	} else {
+		nfail++;
+		printf("not ok %d - fetched %u completions, %u of them wrong\n",
+		       ntest, pq.count, bad);
+	}
+	expect("RECV once the queue is fetched", ioctl(fd, ODL_TB5_IOC_RECV, &r), 0);
+	cn.key = CQ + 1;
+	expect("CANCEL it", ioctl(fd, ODL_TB5_IOC_CANCEL, &cn), 0);
+	expect_comp("its completion", fd, CQ + 1, -ECANCELED);
+}
+
 static int cmd_badinput(void)
 {
 	int fd = open_dev(), fd2 = open_dev();
@@ -1423,6 +1500,13 @@ static int cmd_badinput(void)
 	big[300] = 1;
 	expect("GET_INFO larger size, nonzero tail",
 	       ioctl(fd, ODL_TB5_IOC_GET_INFO, big), E2BIG);
+	{
+		static uint32_t huge[2048];	/* 8 KiB, all zero past size */
+
+		huge[0] = sizeof(huge);
+		expect("GET_INFO size 8192, zero tail (over 4096)",
+		       ioctl(fd, ODL_TB5_IOC_GET_INFO, huge), E2BIG);
+	}
 	expect("GET_INFO NULL", ioctl(fd, ODL_TB5_IOC_GET_INFO, NULL), EFAULT);
 	expect("unknown ioctl nr", ioctl(fd, _IOWR(ODL_TB5_IOC_MAGIC, 0x7f, struct odl_tb5_info), &in), ENOTTY);
 	expect("wrong magic", ioctl(fd, _IOWR('x', 0, struct odl_tb5_info), &in), ENOTTY);
@@ -1544,6 +1628,7 @@ static int cmd_badinput(void)
 	       ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) || pq.count, 0);
 	pq.timeout_ms = 0; pq.min_entries = 0;
 	badinput_keyed(fd, fd2);
+	badinput_cq(fd);
 
 	/* submit (1.3): the batch, then each entry like SEND/RECV */
 	memset(sq, 0, sizeof(sq));
@@ -1982,7 +2067,7 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|send|post|hold|kick|flood|sink|recv|krecv|ksend|kcrecv|kcsend|stallrecv|stallsend|urecv|usend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|stats-reset|send|post|hold|kick|flood|sink|recv|krecv|ksend|kcrecv|kcsend|stallrecv|stallsend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
@@ -2029,7 +2114,9 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "info"))
 		return cmd_info();
 	if (!strcmp(cmd, "stats"))
-		return cmd_stats();
+		return cmd_stats(0);
+	if (!strcmp(cmd, "stats-reset"))
+		return cmd_stats(ODL_TB5_STATS_RESET);
 	if (!strcmp(cmd, "badinput"))
 		return cmd_badinput();
 	if (!strcmp(cmd, "fuzz")) {
