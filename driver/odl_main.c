@@ -469,11 +469,13 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 		return;
 	if (!odl_pending_room(dev, 0)) {
 		dev->stats.drops++;
+		odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
 		return;
 	}
 	p = kzalloc(sizeof(*p), GFP_ATOMIC);
 	if (!p) {
 		dev->stats.drops++;
+		odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
 		return;
 	}
 	p->status = status;
@@ -759,6 +761,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		if (!p) {
 			kvfree(dev->rx.stage);
 			dev->stats.drops++;
+			odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
 			break;
 		}
 		p->data = dev->rx.stage;
@@ -906,6 +909,10 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	spin_lock(&dev->lock);
 	if (!stage) {
 		dev->stats.drops++;
+		/* the file may have closed while the lock was dropped */
+		f = dev->ports[dst];
+		if (f)
+			odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
 		return;
 	}
 	dev->rx.target = ODL_RX_STAGE;
