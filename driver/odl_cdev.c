@@ -699,7 +699,8 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 
 	if (pq.timeout_ms && !odl_cq_ready(f, want)) {
 		/* the parameter is writable: load-time checks do not hold */
-		u32 spin_us = min_t(u32, READ_ONCE(odl_busy_poll), 10000);
+		u32 spin_us = min_t(u32, READ_ONCE(odl_busy_poll),
+				    ODL_BUSY_POLL_MAX_US);
 		u64 spin_until = ktime_get_ns() + spin_us * 1000ull;
 
 		while (spin_us && !odl_cq_ready(f, want) &&
@@ -743,11 +744,17 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	if (!ret)
 		ret = odl_copy_out(arg, &pq, sizeof(pq), usize);
 	if (!ret) {
+		bool was_full;
+
 		spin_lock(&dev->lock);
+		was_full = odl_cq_full(f);
 		f->cq_head = (f->cq_head + n) % ODL_CQ_SIZE;
 		f->cq_count -= n;
 		if (!f->cq_count)
 			f->cq_urgent = false;
+		/* poll() waits for POLLOUT on a full queue: room is news */
+		if (was_full && n)
+			wake_up_interruptible(&f->wq);
 		spin_unlock(&dev->lock);
 	}
 	mutex_unlock(&f->mutex);

@@ -285,6 +285,13 @@ static void odl_event(struct odl_file *f, int status, u32 flags)
 	odl_cq_push(f, 0, ODL_TB5_COMP_EVENT, status, 0, 0, flags);
 }
 
+/* a message for f is dropped: counted, and f told (an event) */
+static void odl_drop_msg(struct odl_dev *dev, struct odl_file *f)
+{
+	dev->stats.drops++;
+	odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+}
+
 static void odl_event_all(struct odl_dev *dev, int status, u32 flags)
 {
 	struct odl_file *f;
@@ -441,8 +448,7 @@ static bool odl_pending_room(struct odl_dev *dev, u32 len)
 	while (!odl_pending_fits(dev->pending_count, dev->pending_bytes,
 				 len)) {
 		p = list_first_entry(&dev->pending, struct odl_pending, all);
-		dev->stats.drops++;
-		odl_event(p->file, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+		odl_drop_msg(dev, p->file);
 		odl_pending_free(dev, p);
 	}
 	return true;
@@ -468,14 +474,12 @@ static void odl_deliver_error(struct odl_dev *dev, u16 port, u16 src_port,
 	if (odl_cancelled_take(dev, f, key))
 		return;
 	if (!odl_pending_room(dev, 0)) {
-		dev->stats.drops++;
-		odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+		odl_drop_msg(dev, f);
 		return;
 	}
 	p = kzalloc(sizeof(*p), GFP_ATOMIC);
 	if (!p) {
-		dev->stats.drops++;
-		odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+		odl_drop_msg(dev, f);
 		return;
 	}
 	p->status = status;
@@ -760,8 +764,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		p = kzalloc(sizeof(*p), GFP_ATOMIC);
 		if (!p) {
 			kvfree(dev->rx.stage);
-			dev->stats.drops++;
-			odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+			odl_drop_msg(dev, f);
 			break;
 		}
 		p->data = dev->rx.stage;
@@ -897,8 +900,7 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 		return;
 	if (!odl_pending_room(dev, msg_len)) {
 		/* only after rx_stall_ms of holding the ring: tell the file */
-		dev->stats.drops++;
-		odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+		odl_drop_msg(dev, f);
 		return;
 	}
 	/* RX is serialised (see odl_rx_callback); only the target may change
@@ -908,11 +910,13 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	stage = kvmalloc(msg_len, GFP_KERNEL);
 	spin_lock(&dev->lock);
 	if (!stage) {
-		dev->stats.drops++;
-		/* the file may have closed while the lock was dropped */
-		f = dev->ports[dst];
-		if (f)
-			odl_event(f, -ENOBUFS, ODL_TB5_CF_MSG_LOST);
+		/* the message was f's: tell it, unless it closed while the
+		 * lock was dropped (the port's next file never had it)
+		 */
+		if (dev->ports[dst] == f)
+			odl_drop_msg(dev, f);
+		else
+			dev->stats.drops++;
 		return;
 	}
 	dev->rx.target = ODL_RX_STAGE;
@@ -2645,9 +2649,9 @@ static int __init odl_init(void)
 		pr_err("e2e=%s: must be auto, on or off\n", e2e);
 		return -EINVAL;
 	}
-	if (odl_busy_poll > 10000) {
-		pr_err("busy_poll %u: at most 10000 microseconds\n",
-		       odl_busy_poll);
+	if (odl_busy_poll > ODL_BUSY_POLL_MAX_US) {
+		pr_err("busy_poll %u: at most %u microseconds\n",
+		       odl_busy_poll, ODL_BUSY_POLL_MAX_US);
 		return -EINVAL;
 	}
 

@@ -373,6 +373,7 @@ struct odl_file {
 };
 
 /* odl_main.c */
+#define ODL_BUSY_POLL_MAX_US 10000	/* busy_poll's bound */
 extern unsigned int odl_busy_poll;
 u32 odl_e2e_setting(void);
 void odl_dev_put(struct odl_dev *dev);

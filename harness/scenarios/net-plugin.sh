@@ -47,7 +47,7 @@ STATS=$RCCL_BUILD/odl_tb5_rccl_stats.static
 API=${NET_PLUGIN_API:-}
 MAX=${NET_PLUGIN_MAX:-67108864}
 # the profiler events step: tables v10 and later
-tap_plan $(( ${API:-12} >= 10 ? 33 : 32 ))
+tap_plan $(( 33 + (${API:-12} >= 10) + (${API:-12} >= 11) ))
 tap_timeout 1100
 TAP_EXEC_TIMEOUT=900
 odl_need_build
@@ -143,6 +143,7 @@ step 'saturation' "saturation to the request limits, NULL requests, all verified
 step 'receive smaller than send' "truncation fails one message only; iflush; regMr type check"
 step 'regMrDmaBuf: ' "regMrDmaBuf ($exporter DMA-bufs): regions zero copy through the driver's import and staged, NCCL's addresses untouched"
 step '4 comm pairs' "4 comm pairs per direction from 4 threads"
+step 'deregMr with a send and a receive in flight' "deregMr with requests in flight fails them (ncclInvalidUsage), nothing moves through the freed registration"
 step 'ring all-reduce' "ring all-reduce (sum) across the VMs, verified"
 step 'ring all-gather' "ring all-gather across the VMs, verified"
 # the table in use; from v11 on, NCCL >= 2.28's per-communicator contexts:
@@ -157,6 +158,8 @@ if printf '%s\n' "$conf_a" | grep -q "using ncclNetPlugin_v$want\$" &&
 else
 	not_ok "$what" "$(printf '%s\n' "$conf_a" | grep -E 'ncclNetPlugin|contexts')"
 fi
+[ "$want" -ge 11 ] &&
+	step 'v11\+ a registration kept past its device' "v11+: a registration kept past its device's close moves its own memory after init opens the device anew; its deregMr frees nothing new"
 
 # statistics published by the plugin on each side must mirror each other
 rccl_stats_check "statistics: a's TX bytes = b's RX bytes and vice versa, zero copy used, CTS urgent" '

@@ -377,6 +377,7 @@ struct odlp_req {
 	uint8_t rdone[MAX_RECVS];
 	uint32_t rkey[MAX_RECVS]; /* keyed library receive posted, 0 none */
 	struct odlp_mr *rmr[MAX_RECVS]; /* an entry's registration if a DMA-buf */
+	struct odlp_mr *rmh[MAX_RECVS]; /* an entry's registration (NCCL's mhandle) */
 	int rks[MAX_RECVS];	  /* its slot in dev->krx */
 	uint8_t rzc[MAX_RECVS];	  /* the entry arrived by its keyed receive */
 	uint8_t szc;		  /* the send went zero copy */
@@ -403,7 +404,7 @@ struct odlp_mr {
 	struct odlp_dev *dev; /* zc: registered with this device's library handle */
 	uint32_t lib_id;
 	bool zc;
-	uint32_t gen; /* zc: dev->open_gen it was registered with */
+	uint32_t gen; /* zc: dev->epoch it was registered with */
 	/* regMrDmaBuf: NCCL's address of the region (never dereferenced; the
 	 * data pointers of isend/irecv are inside it), our own descriptor of
 	 * the DMA-buf (CPU access is bracketed with DMA_BUF_IOCTL_SYNC) and
@@ -487,6 +488,11 @@ struct odlp_dev {
 	/* successful opens of the link: 1 at init, one more per revival
 	 * (dev_revive); registrations pinned on an earlier one are void */
 	uint32_t open_gen;
+	/* this open's number, unique in the process (g_epoch): a registration
+	 * is valid only on the open it was pinned through. open_gen restarts
+	 * at 1 when an init after a finalize opens the device anew, and a
+	 * handle kept from before would name another registration's id */
+	uint32_t epoch;
 	uint8_t peer_uuid[16]; /* the peer reached at the first open */
 	bool by_uuid;	       /* kernel backend: revive finds it by peer_uuid */
 	uint32_t next_id;
@@ -585,6 +591,7 @@ static int vdev_members(int dev, int *devs);
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct odlp_dev g_devs[MAX_DEVS];
+static uint32_t g_epoch; /* opens of any device in this process (atomic) */
 static int g_ndev;
 static bool g_inited;
 static uint64_t g_instance;
@@ -1004,6 +1011,23 @@ static void req_pop(struct odlp_req **head, struct odlp_req **tail)
 		*tail = NULL;
 }
 
+/* take r out of a request queue, if it is in it */
+static void req_unlink(struct odlp_req **head, struct odlp_req **tail, struct odlp_req *r)
+{
+	struct odlp_req **pp = head, *last = NULL;
+
+	while (*pp && *pp != r) {
+		last = *pp;
+		pp = &(*pp)->qnext;
+	}
+	if (!*pp)
+		return;
+	*pp = r->qnext;
+	if (*tail == r)
+		*tail = last;
+	r->qnext = NULL;
+}
+
 static void job_push(struct odlp_dev *d, struct odlp_req *r)
 {
 	req_push(&d->job_head, &d->job_tail, r);
@@ -1064,7 +1088,7 @@ static int64_t zc_offset(const struct odlp_dev *d, const struct odlp_mr *mr, con
 {
 	const char *p = data;
 
-	if (!mr || mr->magic != MR_MAGIC || !mr->zc || mr->dev != d || mr->gen != d->open_gen || !size ||
+	if (!mr || mr->magic != MR_MAGIC || !mr->zc || mr->dev != d || mr->gen != d->epoch || !size ||
 	    size > d->info.max_msg_size || p < mr->base || p + size > mr->base + mr->size)
 		return -1;
 	return (int64_t)(p - mr->base);
@@ -1584,6 +1608,11 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 				     c->id, h->idx);
 				STAT_ADD(errors, 1);
 				c->state = S_FAILED;
+				d->wake = true;
+				/* the comm the peer accepted for it waits no more */
+				struct wire_hdr cl = { .type = M_CLOSE, .dst = h->src, .src = h->dst };
+
+				queue_ctrl(d, sport, &cl, NULL, 0);
 				return;
 			}
 			c->peer_id = h->src;
@@ -1991,6 +2020,7 @@ static int dev_open(struct odlp_dev *d, const char *spec)
 		d->next_id = 1; /* comm ids stay unique across revivals */
 	d->next_key = 1;
 	d->open_gen++;
+	d->epoch = __atomic_add_fetch(&g_epoch, 1, __ATOMIC_RELAXED);
 	memset(d->peers, 0, sizeof(d->peers));
 	d->zc = env_long("ODL_TB5_RCCL_ZEROCOPY", 1, 0, 1) != 0;
 	d->urgent_cts = env_long("ODL_TB5_RCCL_URGENT_CTS", 1, 0, 1) != 0;
@@ -2824,7 +2854,7 @@ static void zc_register(struct odlp_dev *d, struct odlp_mr *mr)
 					&mr->lib_id);
 	if (rc == 0) {
 		mr->dev = d;
-		mr->gen = d->open_gen;
+		mr->gen = d->epoch;
 		mr->zc = true;
 		STAT_ADD(zc_regs, 1);
 	} else {
@@ -2845,7 +2875,7 @@ static void zc_unregister(struct odlp_mr *mr)
 	for (int i = 0; i < 2000; i++) {
 		pthread_mutex_lock(&d->mu);
 		/* pinned through a handle closed since (dev_revive): gone with it */
-		rc = d->h && mr->gen == d->open_gen ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
+		rc = d->h && mr->gen == d->epoch ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
 		if (rc && d->dead)
 			rc = 0; /* the link failed: the handle's registrations go with it */
 		pthread_mutex_unlock(&d->mu);
@@ -2906,7 +2936,7 @@ static void zc_register_dmabuf(struct odlp_dev *d, struct odlp_mr *mr, uint64_t 
 		rc = odl_tb5_buf_import_dmabuf(d->h, mr->fd, offset, mr->size, &mr->lib_id);
 		if (rc == 0) {
 			mr->dev = d;
-			mr->gen = d->open_gen;
+			mr->gen = d->epoch;
 			mr->zc = true;
 			STAT_ADD(zc_regs, 1);
 			STAT_ADD(dmabuf_imports, 1);
@@ -3013,6 +3043,90 @@ static bool mr_cpu_addr(const struct odlp_mr *mr, void **data, uint64_t size)
 	return true;
 }
 
+/* does unfinished request r move data from or into mr? */
+static bool req_uses_mr(const struct odlp_req *r, const struct odlp_mr *mr)
+{
+	if (!r->in_use || r->done)
+		return false;
+	if (r->is_send)
+		return r->smr == mr;
+	for (int i = 0; i < r->n; i++)
+		if (r->rmh[i] == mr && !r->rdone[i])
+			return true;
+	return false;
+}
+
+/* fail r, which uses a registration being deregistered (d->mu held): it
+ * leaves every queue, its operations in flight are forgotten (their
+ * completions only free their slots) and its keyed receives withdrawn */
+static void req_detach(struct odlp_dev *d, struct odlp_req *r)
+{
+	struct odlp_comm *c = r->comm;
+
+	if (r->is_send) {
+		req_unlink(&c->sq_head, &c->sq_tail, r);
+		req_unlink(&d->job_head, &d->job_tail, r);
+		req_unlink(&d->zq_head, &d->zq_tail, r);
+		for (int i = 0; i < KTAB; i++)
+			if (d->ktx[i] == r)
+				d->ktx[i] = NULL;
+	} else {
+		for (int i = 0; i < KTAB; i++) {
+			if (d->krx_busy[i] && d->krx[i].r == r) {
+				d->krx[i].r = NULL;
+				if (!d->dead)
+					odl_tb5_cancel_recv(d->h, d->krx[i].key);
+			}
+		}
+		for (int i = 0; i < r->n; i++) {
+			r->rkey[i] = 0;
+			r->rdone[i] = 1; /* late DATA must not land in freed memory */
+		}
+	}
+	r->err = ncclInvalidUsage;
+	req_done(r);
+	/* the message is cut off mid-way for the peer too: the comm is done */
+	if (c->state == S_READY || c->state == S_PENDING)
+		c->state = S_FAILED;
+}
+
+/*
+ * deregMr while requests still use the registration (NCCL deregisters only
+ * after its requests finished; anything else is misuse): those requests
+ * would read or write memory the caller may free next, through a handle
+ * freed here. They fail now (ncclInvalidUsage) with their comms.
+ */
+static void mr_detach(const struct odlp_mr *mr)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&g_mu);
+	for (int k = 0; k < g_ndev; k++) {
+		struct odlp_dev *d = &g_devs[k];
+
+		if (!d->locks_init)
+			continue;
+		pthread_mutex_lock(&d->mu);
+		for (struct odlp_comm *c = d->comms; c; c = c->next) {
+			if (c->kind == K_LISTEN)
+				continue;
+			for (int i = 0; i < c->nreqs; i++) {
+				if (req_uses_mr(&c->reqs[i], mr)) {
+					req_detach(d, &c->reqs[i]);
+					n++;
+				}
+			}
+		}
+		pthread_mutex_unlock(&d->mu);
+	}
+	pthread_mutex_unlock(&g_mu);
+	if (n) {
+		WARN("deregMr %p+%llu with %d request(s) still using it: they fail, with their connections",
+		     (void *)mr->base, (unsigned long long)mr->size, n);
+		progress_notify();
+	}
+}
+
 static ncclResult_t core_deregmr(void *comm, void *mhandle)
 {
 	struct odlp_mr *mr = mhandle;
@@ -3022,6 +3136,7 @@ static ncclResult_t core_deregmr(void *comm, void *mhandle)
 		return v_deregmr(mr);
 	if (!mr || mr->magic != MR_MAGIC)
 		return fail(ncclInternalError);
+	mr_detach(mr);
 	zc_unregister(mr);
 	if (mr->dmabuf) {
 		munmap(mr->map, mr->map_len);
@@ -3200,6 +3315,7 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 
 		r->rdata[i] = cpu[i];
 		r->rmr[i] = mr && mr->dmabuf ? mr : NULL;
+		r->rmh[i] = mr;
 		r->rcap[i] = sizes[i];
 		r->rtag[i] = tags[i];
 		ent[i].tag = tags[i];

@@ -4258,6 +4258,102 @@ static void t_contexts(void)
 	     "keeps the devices, the last one closes them, init opens them again");
 }
 
+/*
+ * deregMr with requests still using the registration (misuse: NCCL waits for
+ * them): they fail with ncclInvalidUsage instead of moving data through a
+ * freed handle into memory the caller frees next. One receive and one send
+ * each way, neither matched by the peer.
+ */
+static void t_dereg_inflight(void)
+{
+	struct area sa, ra;
+	void *s, *r, *sreq, *rreq, *d[1];
+	size_t cap = 4096;
+	int rtag = 0x7001;
+	ncclResult_t es, er;
+
+	setup_pair(&s, &r);
+	area_init(&sa, s, 64 << 10);
+	area_init(&ra, r, 64 << 10);
+	d[0] = ra.p;
+	rreq = post_recv(r, 1, d, &cap, &rtag, &ra.mh);
+	fill(sa.p, 4096, 7002);
+	sreq = post_send(s, sa.p, 4096, 0x7002, sa.mh); /* the peer waits for 0x7001 */
+	barrier(); /* both posted: each side's CTS is on its way */
+	OKR(n_deregmr(s, sa.mh), "deregMr(send area, send in flight)");
+	OKR(n_deregmr(r, ra.mh), "deregMr(receive area, receive in flight)");
+	es = wait_req(sreq, NULL);
+	er = wait_req(rreq, NULL);
+	CHECK(es == ncclInvalidUsage, "send using a deregistered area: test() returned %d", (int)es);
+	CHECK(er == ncclInvalidUsage, "receive into a deregistered area: test() returned %d", (int)er);
+	memset(sa.p, 0xee, sa.n); /* the caller's to reuse now */
+	memset(ra.p, 0xee, ra.n);
+	free(sa.p);
+	free(ra.p);
+	barrier();
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	barrier();
+	pass("deregMr with a send and a receive in flight: both fail (ncclInvalidUsage), nothing "
+	     "moves through the freed registration");
+}
+
+/*
+ * v11+: a registration kept past the finalize that closed its device (NCCL
+ * misuse, but it must not corrupt anything): after init opens the device
+ * anew, the same library ids name the new registrations. The stale handle
+ * must move its own memory (staged), and its deregMr must leave the new
+ * registrations alone.
+ */
+static void t_stale_mr(void)
+{
+	static const size_t sz[3] = { 4096, 65536, 100000 };
+	struct area old_s, old_r, new_s, new_r;
+	void *s, *r;
+
+	if (g_api < 11)
+		return;
+	barrier();
+	OKR(n_init(logger), "init (stale registration)");
+	barrier();
+	setup_pair(&s, &r);
+	area_init(&old_s, s, 256 << 10);
+	area_init(&old_r, r, 256 << 10);
+	xfer_both(s, r, &old_s, &old_r, sz, 3, 0, 6100);
+	barrier();
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	barrier();
+	n_finalize_all(); /* nothing open: the devices close, registrations kept */
+	barrier();
+	OKR(n_init(logger), "init again (stale registration)");
+	barrier();
+	setup_pair(&s, &r);
+	area_init(&new_s, s, 256 << 10);
+	area_init(&new_r, r, 256 << 10);
+	memset(new_r.p, 0xa5, new_r.n);
+	/* the stale handles: their own memory, not the new registrations' */
+	xfer_both(s, r, &old_s, &old_r, sz, 3, 0, 6200);
+	for (size_t i = 0; i < new_r.n; i++)
+		CHECK((unsigned char)new_r.p[i] == 0xa5,
+		      "a receive into a stale registration wrote into a new one (byte %zu)", i);
+	barrier();
+	area_free(&old_s, s);
+	area_free(&old_r, r);
+	barrier();
+	/* their deregMr freed nothing of the new open */
+	xfer_both(s, r, &new_s, &new_r, sz, 3, 0, 6300);
+	barrier();
+	area_free(&new_s, s);
+	area_free(&new_r, r);
+	OKR(n_closeSend(s), "closeSend");
+	OKR(n_closeRecv(r), "closeRecv");
+	barrier();
+	n_finalize_all();
+	pass("v11+ a registration kept past its device's close: moves its own memory after init "
+	     "opens the device anew, its deregMr leaves the new registrations alone");
+}
+
 static const char *g_oob_listen, *g_oob_connect; /* rank mode: TCP out-of-band */
 
 static void run_rank(int want_api)
@@ -4353,10 +4449,14 @@ static void run_rank(int want_api)
 	if (!g_shared) {
 		t_multi_comm();
 		t_close_orders();
+		if (!g_fuse)
+			t_dereg_inflight();
 	}
 	t_collectives();
 	barrier();
 	t_contexts();
+	if (!g_shared && !g_fuse)
+		t_stale_mr();
 	say("# rank%d: all tests passed (api v%d%s)\n", g_rank, g_api, g_shared ? ", device shared" : "");
 }
 

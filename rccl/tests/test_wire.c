@@ -888,9 +888,15 @@ START_TEST(t_ack_slot_size)
 	sc->peer_port = 7;
 	h.dst = sc->id;
 	h.idx = sizeof(struct wire_hdr);
+	td.wake = false;
 	handle_msg(&td, (const char *)&h, sizeof(h), 1);
 	ck_assert_int_eq(sc->state, S_FAILED);
 	ck_assert_int_eq(t_warns, 1);
+	/* the comm the peer accepted is closed, and test() callers woken */
+	ck_assert_int_eq(nqueued(M_CLOSE, 7), 1);
+	ck_assert_uint_eq(td.cq_tail->h.dst, 40);
+	ck_assert_uint_eq(td.cq_tail->h.src, sc->id);
+	ck_assert(td.wake);
 }
 END_TEST
 

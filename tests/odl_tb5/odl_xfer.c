@@ -60,6 +60,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/dma-heap.h>
@@ -1403,6 +1405,60 @@ static void badinput_keyed(int fd, int fd2)
 	expect_comp("the second cancelled RECV completes", fd, 3077, -ECANCELED);
 }
 
+/* A child sleeps in poll() for POLLOUT on fd (full queue); once it is seen
+ * asleep there, the parent fetches one completion. The child must wake with
+ * POLLOUT well before its 20 s poll runs out. Returns 0 if it did.
+ */
+static int poll_out_child(int fd, struct odl_tb5_poll_cq *pq)
+{
+	char path[64], buf[256];
+	long nr = -1;
+	int st, i, asleep = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (poll(&p, 1, 20000) != 1 || !(p.revents & POLLOUT))
+			_exit(1);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		_exit(t1.tv_sec - t0.tv_sec < 15 ? 0 : 2);
+	}
+	/* wait (up to 10 s) until the child sleeps inside poll */
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (i = 0; i < 1000 && !asleep; i++) {
+		FILE *f = fopen(path, "r");
+
+		if (f && fgets(buf, sizeof(buf), f))
+			nr = strtol(buf, NULL, 10);
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f)) {
+			char *c = strrchr(buf, ')');
+
+			asleep = c && c[1] == ' ' && c[2] == 'S' &&
+				 (nr == SYS_poll || nr == SYS_ppoll);
+		}
+		if (f)
+			fclose(f);
+		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+		if (!asleep)
+			usleep(10000);
+	}
+	pq->max_entries = 1;
+	if (ioctl(fd, ODL_TB5_IOC_POLL_CQ, pq) || pq->count != 1)
+		pq->count = 0;
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return asleep && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 /* The completion queue (1024) never drops a SEND or RECV completion: four
  * rounds of 256 keyed RECVs, each withdrawn and never fetched, fill it;
  * then SEND and RECV are refused (EAGAIN, no POLLOUT) until completions
@@ -1417,9 +1473,14 @@ static void badinput_cq(int fd)
 	struct odl_tb5_cancel cn;
 	struct odl_tb5_poll_cq pq;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
-	uint32_t k, bad = 0;
-	int rr = 0, rc = 0;
+	uint32_t k, bad = 0, first;
+	int rr = 0, rc = 0, woke;
 
+	/* start from an empty queue: earlier lines may have left some */
+	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
+	pq.entry_size = sizeof(ce[0]); pq.max_entries = CQ;
+	while (!ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) && pq.count)
+		;
 	Z(r); r.size = sizeof(r); r.buf_id = 3; r.capacity = 64;
 	Z(cn); cn.size = sizeof(cn);
 	for (k = 1; k <= CQ && !rr && !rc; k++) {
@@ -1450,10 +1511,23 @@ static void badinput_cq(int fd)
 		nfail++;
 		printf("not ok %d - poll: revents 0x%x\n", ntest, pfd.revents);
 	}
-	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
-	pq.entry_size = sizeof(ce[0]); pq.max_entries = CQ;
+	/* room made on a full queue wakes a poll() waiting for POLLOUT */
+	woke = poll_out_child(fd, &pq);
+	first = pq.count;
+	ntest++;
+	if (!woke && first == 1) {
+		printf("ok %d - a poll() asleep for POLLOUT wakes when a completion is fetched\n", ntest);
+	} else {
+		nfail++;
+		printf("not ok %d - POLLOUT wake: child %d (1: no POLLOUT in 20 s, 2: only after 15 s, -1: never seen asleep in poll), fetched %u\n",
+		       ntest, woke, first);
+	}
+	pq.max_entries = CQ - first;
+	pq.entries_ptr = (uintptr_t)(ce + first);
 	if (ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq))
 		pq.count = 0;
+	pq.count += first;
+	pq.entries_ptr = (uintptr_t)ce;
 	for (k = 0; k < pq.count; k++)
 		if (ce[k].type != ODL_TB5_COMP_RECV || ce[k].cookie != k + 1 ||
 		    ce[k].status != -ECANCELED)
