@@ -626,13 +626,11 @@ static bool odl_cq_ready(struct odl_file *f, u32 want)
 	       READ_ONCE(f->dev->gone);
 }
 
-/* count a POLL_CQ waiter in (add) or out, for odl_cq_push's wake-ups */
+/* count a batch POLL_CQ waiter in (add) or out, for odl_cq_push */
 static void odl_cq_waiter(struct odl_file *f, u32 want, bool add)
 {
 	spin_lock(&f->dev->lock);
-	if (want <= 1) {
-		f->cq_eager_waiters += add ? 1 : -1;
-	} else if (add) {
+	if (add) {
 		/* the smallest batch wanted: nobody sleeps past theirs */
 		if (!f->cq_batch_waiters || want < f->cq_batch_want)
 			f->cq_batch_want = want;
@@ -702,23 +700,26 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 		u32 spin_us = min_t(u32, READ_ONCE(odl_busy_poll),
 				    ODL_BUSY_POLL_MAX_US);
 		u64 spin_until = ktime_get_ns() + spin_us * 1000ull;
+		wait_queue_head_t *wq = want > 1 ? &f->bwq : &f->wq;
 
 		while (spin_us && !odl_cq_ready(f, want) &&
 		       ktime_get_ns() < spin_until &&
 		       !signal_pending(current) && !need_resched())
 			cpu_relax();
-		odl_cq_waiter(f, want, true);
+		if (want > 1)
+			odl_cq_waiter(f, want, true);
 		if (pq.timeout_ms < 0) {
-			t = wait_event_interruptible(f->wq,
+			t = wait_event_interruptible(*wq,
 						     odl_cq_ready(f, want));
 		} else {
 			t = msecs_to_jiffies(pq.timeout_ms);
-			t = wait_event_interruptible_timeout(f->wq,
+			t = wait_event_interruptible_timeout(*wq,
 							     odl_cq_ready(f, want),
 							     t);
 			t = t < 0 ? t : 0;
 		}
-		odl_cq_waiter(f, want, false);
+		if (want > 1)
+			odl_cq_waiter(f, want, false);
 		if (t < 0 && !odl_cq_ready(f, 1))
 			return -EINTR;
 		/* a bounded wait that ended empty: say so if asked to */
@@ -1153,6 +1154,7 @@ static int odl_open(struct inode *inode, struct file *file)
 	}
 	mutex_init(&f->mutex);
 	init_waitqueue_head(&f->wq);
+	init_waitqueue_head(&f->bwq);
 	INIT_LIST_HEAD(&f->recvs);
 	INIT_LIST_HEAD(&f->krecvs);
 	INIT_LIST_HEAD(&f->pending);
@@ -1227,8 +1229,9 @@ static __poll_t odl_poll(struct file *file, poll_table *wait)
 	spin_lock(&dev->lock);
 	if (f->cq_count)
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (dev->connected && f->sends_out < ODL_TB5_MAX_OUTSTANDING &&
-	    !odl_cq_full(f))
+	/* as odl_queue_send: a resume (E2E fallback) takes SENDs too */
+	if ((dev->connected || dev->resuming) &&
+	    f->sends_out < ODL_TB5_MAX_OUTSTANDING && !odl_cq_full(f))
 		mask |= EPOLLOUT | EPOLLWRNORM;
 	if (dev->gone)
 		mask |= EPOLLHUP | EPOLLERR;
@@ -1301,8 +1304,10 @@ void odl_cdev_remove(struct odl_dev *dev)
 
 	spin_lock(&dev->lock);
 	dev->gone = true;
-	list_for_each_entry(f, &dev->files, list)
+	list_for_each_entry(f, &dev->files, list) {
 		wake_up_interruptible(&f->wq);
+		wake_up_interruptible(&f->bwq);
+	}
 	spin_unlock(&dev->lock);
 }
 

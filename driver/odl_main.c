@@ -269,10 +269,13 @@ void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 	f->cq_count++;
 	if (type == ODL_TB5_COMP_EVENT)
 		f->cq_urgent = true;
-	/* batch waiters alone: wake them once their batch is there */
-	if (f->cq_urgent || f->cq_eager_waiters || !f->cq_batch_waiters ||
-	    f->cq_count >= f->cq_batch_want)
-		wake_up_interruptible(&f->wq);
+	/* poll() and single waiters: every completion; batch waiters
+	 * once their batch is there
+	 */
+	wake_up_interruptible(&f->wq);
+	if (f->cq_batch_waiters &&
+	    (f->cq_urgent || f->cq_count >= f->cq_batch_want))
+		wake_up_interruptible(&f->bwq);
 }
 
 /* An event takes a slot only if sends and receives keep theirs. */

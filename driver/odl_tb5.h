@@ -362,11 +362,12 @@ struct odl_file {
 	u32 cq_head;
 	u32 cq_count;
 	u64 cq_dropped;
-	/* POLL_CQ waiters (1.3 min_entries): while only batch waiters wait,
-	 * a completion wakes them once cq_batch_want are queued; an event
-	 * (cq_urgent, until the queue drains) wakes everyone
+	/* POLL_CQ waiters for a batch (1.3 min_entries > 1) sleep on bwq: a
+	 * completion wakes them once cq_batch_want are queued, an event
+	 * (cq_urgent, until the queue drains) at once. poll() and the other
+	 * POLL_CQ waiters sleep on wq, woken by every completion.
 	 */
-	u32 cq_eager_waiters;
+	wait_queue_head_t bwq;
 	u32 cq_batch_waiters;
 	u32 cq_batch_want;
 	bool cq_urgent;

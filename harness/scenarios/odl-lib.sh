@@ -326,10 +326,11 @@ a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 	fi
 }
 # rccl_stats_check NAME PYTHON [ARG...]: rccl_stats_eval, and a's TX is b's
-# RX and the other way round, and neither side counted link errors
+# RX and the other way round, and neither side counted link errors (b:
+# exactly $rccl_err_link_b, default 0, where a test makes some on purpose)
 rccl_stats_check() {
 	rccl_stats_eval "$1" 'assert a["tx_bytes"] == b["rx_bytes"] and b["tx_bytes"] == a["rx_bytes"], "tx/rx mismatch"
-assert a["err_link"] == 0 and b["err_link"] == 0, "link errors"
+assert a["err_link"] == 0 and b["err_link"] == '"${rccl_err_link_b:-0}"', "link errors (b: %s expected)" % '"${rccl_err_link_b:-0}"'
 '"$2" "${@:3}"
 }
 

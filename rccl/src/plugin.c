@@ -2873,15 +2873,25 @@ static void zc_unregister(struct odlp_mr *mr)
 	if (!mr->zc || !d)
 		return;
 	for (int i = 0; i < 2000; i++) {
+		/* g_mu: a finalize closing the device (its locks destroyed) or
+		 * an init opening it anew waits, and a registration of an
+		 * earlier open is gone with its handle (dev_revive, finalize) */
+		pthread_mutex_lock(&g_mu);
+		if (!d->locks_init || mr->gen != d->epoch) {
+			pthread_mutex_unlock(&g_mu);
+			rc = 0;
+			break;
+		}
 		pthread_mutex_lock(&d->mu);
-		/* pinned through a handle closed since (dev_revive): gone with it */
-		rc = d->h && mr->gen == d->epoch ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
+		rc = d->h ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
 		if (rc && d->dead)
 			rc = 0; /* the link failed: the handle's registrations go with it */
 		pthread_mutex_unlock(&d->mu);
+		if (rc == -EBUSY)
+			try_progress(d);
+		pthread_mutex_unlock(&g_mu);
 		if (rc != -EBUSY)
 			break;
-		try_progress(d);
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
@@ -3085,9 +3095,20 @@ static void req_detach(struct odlp_dev *d, struct odlp_req *r)
 	}
 	r->err = ncclInvalidUsage;
 	req_done(r);
-	/* the message is cut off mid-way for the peer too: the comm is done */
-	if (c->state == S_READY || c->state == S_PENDING)
+	/* the message is cut off mid-way for the peer too: the comm is done,
+	 * its other work dropped as at a close, and the peer told (a CLOSE:
+	 * its requests on the other end fail instead of waiting for ever;
+	 * closing a failed comm later sends nothing)
+	 */
+	if (c->state == S_READY && !d->dead) {
+		struct wire_hdr h = { .type = M_CLOSE, .dst = c->peer_id, .src = c->id };
+
+		queue_ctrl(d, c->peer_port, &h, NULL, 0);
+	}
+	if (c->state == S_READY || c->state == S_PENDING) {
 		c->state = S_FAILED;
+		jobs_remove_comm(d, c);
+	}
 }
 
 /*
@@ -3106,6 +3127,8 @@ static void mr_detach(const struct odlp_mr *mr)
 
 		if (!d->locks_init)
 			continue;
+		int before = n;
+
 		pthread_mutex_lock(&d->mu);
 		for (struct odlp_comm *c = d->comms; c; c = c->next) {
 			if (c->kind == K_LISTEN)
@@ -3116,6 +3139,10 @@ static void mr_detach(const struct odlp_mr *mr)
 					n++;
 				}
 			}
+		}
+		if (n > before) {
+			d->gen++; /* test() callers waiting on this device look again */
+			tx_pump(d); /* the CLOSEs */
 		}
 		pthread_mutex_unlock(&d->mu);
 	}

@@ -4259,10 +4259,13 @@ static void t_contexts(void)
 }
 
 /*
- * deregMr with requests still using the registration (misuse: NCCL waits for
- * them): they fail with ncclInvalidUsage instead of moving data through a
- * freed handle into memory the caller frees next. One receive and one send
- * each way, neither matched by the peer.
+ * deregMr with requests still using the registration (NCCL's abort path
+ * deregisters before it closes): they fail with ncclInvalidUsage instead of
+ * moving data through a freed handle into memory the caller frees next, and
+ * their comms fail for the peer too. Rank 0 posts a receive and a send the
+ * peer never matches and deregisters their areas; rank 1, with the same
+ * requests posted, must see both fail (the peer closed the comms) instead of
+ * waiting for ever.
  */
 static void t_dereg_inflight(void)
 {
@@ -4280,22 +4283,34 @@ static void t_dereg_inflight(void)
 	fill(sa.p, 4096, 7002);
 	sreq = post_send(s, sa.p, 4096, 0x7002, sa.mh); /* the peer waits for 0x7001 */
 	barrier(); /* both posted: each side's CTS is on its way */
-	OKR(n_deregmr(s, sa.mh), "deregMr(send area, send in flight)");
-	OKR(n_deregmr(r, ra.mh), "deregMr(receive area, receive in flight)");
+	if (g_rank == 0) {
+		OKR(n_deregmr(s, sa.mh), "deregMr(send area, send in flight)");
+		OKR(n_deregmr(r, ra.mh), "deregMr(receive area, receive in flight)");
+	}
 	es = wait_req(sreq, NULL);
 	er = wait_req(rreq, NULL);
-	CHECK(es == ncclInvalidUsage, "send using a deregistered area: test() returned %d", (int)es);
-	CHECK(er == ncclInvalidUsage, "receive into a deregistered area: test() returned %d", (int)er);
-	memset(sa.p, 0xee, sa.n); /* the caller's to reuse now */
-	memset(ra.p, 0xee, ra.n);
-	free(sa.p);
-	free(ra.p);
+	if (g_rank == 0) {
+		CHECK(es == ncclInvalidUsage, "send using a deregistered area: test() returned %d",
+		      (int)es);
+		CHECK(er == ncclInvalidUsage, "receive into a deregistered area: test() returned %d",
+		      (int)er);
+		memset(sa.p, 0xee, sa.n); /* the caller's to reuse now */
+		memset(ra.p, 0xee, ra.n);
+		free(sa.p);
+		free(ra.p);
+	} else {
+		CHECK(es != ncclSuccess && er != ncclSuccess,
+		      "the peer's comms failed by its deregMr: send %d, receive %d", (int)es, (int)er);
+		area_free(&sa, s);
+		area_free(&ra, r);
+	}
 	barrier();
 	OKR(n_closeSend(s), "closeSend");
 	OKR(n_closeRecv(r), "closeRecv");
 	barrier();
-	pass("deregMr with a send and a receive in flight: both fail (ncclInvalidUsage), nothing "
-	     "moves through the freed registration");
+	pass(g_rank == 0 ? "deregMr with a send and a receive in flight: both fail (ncclInvalidUsage), "
+			   "nothing moves through the freed registration"
+			 : "deregMr with a send and a receive in flight: the peer's requests fail too");
 }
 
 /*

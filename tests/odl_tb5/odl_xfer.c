@@ -1405,36 +1405,21 @@ static void badinput_keyed(int fd, int fd2)
 	expect_comp("the second cancelled RECV completes", fd, 3077, -ECANCELED);
 }
 
-/* A child sleeps in poll() for POLLOUT on fd (full queue); once it is seen
- * asleep there, the parent fetches one completion. The child must wake with
- * POLLOUT well before its 20 s poll runs out. Returns 0 if it did.
- */
-static int poll_out_child(int fd, struct odl_tb5_poll_cq *pq)
+/* wait (up to 10 s) until child pid sleeps inside system call nr or nr2 */
+static int child_asleep_in(pid_t pid, long nr, long nr2)
 {
 	char path[64], buf[256];
-	long nr = -1;
-	int st, i, asleep = 0;
-	pid_t pid = fork();
+	int i;
 
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		struct timespec t0, t1;
+	for (i = 0; i < 1000; i++) {
+		long now = -1;
+		int asleep = 0;
+		FILE *f;
 
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (poll(&p, 1, 20000) != 1 || !(p.revents & POLLOUT))
-			_exit(1);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		_exit(t1.tv_sec - t0.tv_sec < 15 ? 0 : 2);
-	}
-	/* wait (up to 10 s) until the child sleeps inside poll */
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-	for (i = 0; i < 1000 && !asleep; i++) {
-		FILE *f = fopen(path, "r");
-
+		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+		f = fopen(path, "r");
 		if (f && fgets(buf, sizeof(buf), f))
-			nr = strtol(buf, NULL, 10);
+			now = strtol(buf, NULL, 10);
 		if (f)
 			fclose(f);
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -1443,20 +1428,117 @@ static int poll_out_child(int fd, struct odl_tb5_poll_cq *pq)
 			char *c = strrchr(buf, ')');
 
 			asleep = c && c[1] == ' ' && c[2] == 'S' &&
-				 (nr == SYS_poll || nr == SYS_ppoll);
+				 (now == nr || now == nr2);
 		}
 		if (f)
 			fclose(f);
-		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-		if (!asleep)
-			usleep(10000);
+		if (asleep)
+			return 1;
+		usleep(10000);
 	}
+	return 0;
+}
+
+/* a child that poll()s fd for events (20 s): exit 0 if they came within
+ * 15 s, 2 if later (a timed-out poll looks once more), 1 if never
+ */
+static pid_t poll_child(int fd, short events)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct pollfd p = { .fd = fd, .events = events };
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (poll(&p, 1, 20000) != 1 || !(p.revents & events))
+			_exit(1);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		_exit(t1.tv_sec - t0.tv_sec < 15 ? 0 : 2);
+	}
+	return pid;
+}
+
+/* child pid's exit status, -1 if it did not exit */
+static int child_status(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* A child sleeps in poll() for POLLOUT on fd (full queue); once it is seen
+ * asleep there, the parent fetches one completion. The child must wake with
+ * POLLOUT well before its 20 s poll runs out. Returns 0 if it did.
+ */
+static int poll_out_child(int fd, struct odl_tb5_poll_cq *pq)
+{
+	pid_t pid = poll_child(fd, POLLOUT);
+	int asleep, st;
+
+	if (pid < 0)
+		return -1;
+	asleep = child_asleep_in(pid, SYS_poll, SYS_ppoll);
 	pq->max_entries = 1;
 	if (ioctl(fd, ODL_TB5_IOC_POLL_CQ, pq) || pq->count != 1)
 		pq->count = 0;
-	if (waitpid(pid, &st, 0) != pid)
+	st = child_status(pid);
+	return asleep ? st : -1;
+}
+
+/* one completion on fd: a keyed RECV (key 9001), withdrawn */
+static int one_completion(int fd, uint64_t cookie)
+{
+	struct odl_tb5_recv r;
+	struct odl_tb5_cancel cn;
+
+	Z(r); r.size = sizeof(r); r.buf_id = 3; r.capacity = 64;
+	r.key = 9001; r.cookie = cookie;
+	Z(cn); cn.size = sizeof(cn); cn.key = 9001;
+	if (ioctl(fd, ODL_TB5_IOC_RECV, &r) || ioctl(fd, ODL_TB5_IOC_CANCEL, &cn))
 		return -1;
-	return asleep && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return 0;
+}
+
+/* poll() beside a POLL_CQ waiting for a batch of 2 on the same file: one
+ * completion must wake poll() (POLLIN), the second the batch waiter
+ */
+static void badinput_poll_beside_batch(int fd)
+{
+	static struct odl_tb5_completion ce[4];
+	struct odl_tb5_poll_cq pq;
+	pid_t bpid, ppid;
+	int asleep, pst = -1, bst, rc;
+
+	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
+	pq.entry_size = sizeof(ce[0]); pq.max_entries = 4;
+	while (!ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) && pq.count)
+		;
+	bpid = fork();
+	if (bpid == 0) {
+		pq.min_entries = 2; pq.timeout_ms = 20000;
+		_exit(ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) || pq.count != 2 ||
+		      ce[0].cookie != 9101 || ce[1].cookie != 9102);
+	}
+	asleep = bpid > 0 && child_asleep_in(bpid, SYS_ioctl, SYS_ioctl);
+	ppid = poll_child(fd, POLLIN);
+	asleep = asleep && ppid > 0 && child_asleep_in(ppid, SYS_poll, SYS_ppoll);
+	rc = one_completion(fd, 9101);
+	if (ppid > 0)
+		pst = child_status(ppid);
+	rc = rc || one_completion(fd, 9102);
+	bst = bpid > 0 ? child_status(bpid) : -1;
+	ntest++;
+	if (asleep && !rc && !pst && !bst) {
+		printf("ok %d - poll() beside a POLL_CQ batch waiter: woken by the first completion, the batch by the second\n",
+		       ntest);
+	} else {
+		nfail++;
+		printf("not ok %d - poll() beside a batch waiter: both asleep %d, completions %d, poll child %d (2: woken only after 15 s), batch child %d\n",
+		       ntest, asleep, rc, pst, bst);
+	}
 }
 
 /* The completion queue (1024) never drops a SEND or RECV completion: four
@@ -1703,6 +1785,7 @@ static int cmd_badinput(void)
 	pq.timeout_ms = 0; pq.min_entries = 0;
 	badinput_keyed(fd, fd2);
 	badinput_cq(fd);
+	badinput_poll_beside_batch(fd);
 
 	/* submit (1.3): the batch, then each entry like SEND/RECV */
 	memset(sq, 0, sizeof(sq));
