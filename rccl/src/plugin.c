@@ -2883,7 +2883,8 @@ static void zc_unregister(struct odlp_mr *mr)
 			break;
 		}
 		pthread_mutex_lock(&d->mu);
-		rc = d->h ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
+		/* again under d->mu: dev_revive opens anew without g_mu */
+		rc = d->h && mr->gen == d->epoch ? odl_tb5_buf_free(d->h, mr->lib_id) : 0;
 		if (rc && d->dead)
 			rc = 0; /* the link failed: the handle's registrations go with it */
 		pthread_mutex_unlock(&d->mu);
