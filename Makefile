@@ -3,6 +3,8 @@
 #   make test      unit + sim-test
 #   make unit      host unit tests (Check)
 #   make sim-test  VM scenarios (TAP)
+#   make sim-test-extended  the runs make test leaves out for CI's time
+#   make sim-soak  odl-reload and odl-unplug at their long cycle counts
 #   make coverage  lcov line coverage of hw-model/core
 #   make bench     benchmarks (results under bench/results/)
 #   make deps      install missing Debian packages

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # VM scenarios, demo and benchmarks (need QEMU, images, cable, agent).
-.PHONY: sim-test sim-test-matrix demo bench vm-prereqs
+.PHONY: sim-test sim-test-matrix sim-test-extended sim-soak demo bench vm-prereqs
 
 # Guest kernels the scenarios run on besides the default (NAME@KERNEL).
 SIM_EXTRA_KERNELS ?= trixie
@@ -21,6 +21,16 @@ sim-test: vm-prereqs $(SIM_EXTRA_DRIVERS)
 # scenarios (docs/testing.md)
 sim-test-matrix: vm-prereqs $(SIM_EXTRA_DRIVERS)
 	@bash $(TOP)/harness/sim-test --matrix
+
+# the runs left out of make test for CI's time (harness/sim-test)
+sim-test-extended: vm-prereqs $(SIM_EXTRA_DRIVERS)
+	@bash $(TOP)/harness/sim-test extended
+
+# the cycling scenarios at their long counts, on both kernels
+sim-soak: vm-prereqs $(SIM_EXTRA_DRIVERS)
+	@ODL_RELOAD_CYCLES=20 ODL_UNPLUG_CYCLES=10 bash $(TOP)/harness/sim-test \
+		odl-reload odl-reload%intel-barlow-ridge@trixie odl-unplug \
+		odl-unplug%intel-barlow-ridge@trixie
 
 demo: vm-prereqs
 	@bash $(TOP)/harness/demo
