@@ -376,7 +376,6 @@ struct odlp_req {
 	int rtag[MAX_RECVS];
 	uint8_t rdone[MAX_RECVS];
 	uint32_t rkey[MAX_RECVS]; /* keyed library receive posted, 0 none */
-	struct odlp_mr *rmr[MAX_RECVS]; /* an entry's registration if a DMA-buf */
 	struct odlp_mr *rmh[MAX_RECVS]; /* an entry's registration (NCCL's mhandle) */
 	int rks[MAX_RECVS];	  /* its slot in dev->krx */
 	uint8_t rzc[MAX_RECVS];	  /* the entry arrived by its keyed receive */
@@ -1274,7 +1273,7 @@ static void match_sends(struct odlp_comm *c)
 
 	while (c->cts_count && c->sq_head) {
 		struct cts_ent *e = &c->cts[c->cts_head];
-		struct odlp_req *r, *prev = NULL;
+		struct odlp_req *r;
 		int i = 0, used = 0;
 		int64_t off;
 
@@ -1284,7 +1283,7 @@ static void match_sends(struct odlp_comm *c)
 		 * longer) in it does not hold up the other tags' (several NCCL
 		 * subs on one comm, each going ahead on its own)
 		 */
-		for (r = c->sq_head; r; prev = r, r = r->qnext) {
+		for (r = c->sq_head; r; r = r->qnext) {
 			for (i = 0; i < e->n; i++)
 				if (!e->used[i] && e->tag[i] == r->stag)
 					break;
@@ -1294,12 +1293,7 @@ static void match_sends(struct odlp_comm *c)
 		if (!r)
 			return;
 		e->used[i] = 1;
-		if (prev)
-			prev->qnext = r->qnext;
-		else
-			c->sq_head = r->qnext;
-		if (c->sq_tail == r)
-			c->sq_tail = prev;
+		req_unlink(&c->sq_head, &c->sq_tail, r);
 		r->matched = 1;
 		r->dst_seq = e->seq;
 		r->dst_idx = (uint32_t)i;
@@ -1697,9 +1691,9 @@ static void handle_msg(struct odlp_dev *d, const char *p, uint64_t len, uint64_t
 			return;
 		}
 		if (h->len) {
-			dmabuf_sync(r->rmr[h->idx], DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE);
+			dmabuf_sync(r->rmh[h->idx], DMA_BUF_SYNC_START | DMA_BUF_SYNC_WRITE);
 			memcpy(r->rdata[h->idx] + h->off, p + sizeof(*h), h->len);
-			dmabuf_sync(r->rmr[h->idx], DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE);
+			dmabuf_sync(r->rmh[h->idx], DMA_BUF_SYNC_END | DMA_BUF_SYNC_WRITE);
 		}
 		r->rgot[h->idx] += h->len;
 		STAT_ADD(rx_bytes, h->len);
@@ -3113,10 +3107,10 @@ static void req_detach(struct odlp_dev *d, struct odlp_req *r)
 }
 
 /*
- * deregMr while requests still use the registration (NCCL deregisters only
- * after its requests finished; anything else is misuse): those requests
- * would read or write memory the caller may free next, through a handle
- * freed here. They fail now (ncclInvalidUsage) with their comms.
+ * deregMr while requests still use the registration (the caller's misuse,
+ * or an abort that deregisters first): those requests would read or write
+ * memory the caller may free next, through a handle freed here. They fail
+ * now (ncclInvalidUsage) with their comms.
  */
 static void mr_detach(const struct odlp_mr *mr)
 {
@@ -3342,12 +3336,11 @@ static ncclResult_t core_irecv(void *recvComm, int n, void **data, const uint64_
 		struct odlp_mr *mr = mhandles ? mhandles[i] : NULL;
 
 		r->rdata[i] = cpu[i];
-		r->rmr[i] = mr && mr->dmabuf ? mr : NULL;
 		r->rmh[i] = mr;
 		r->rcap[i] = sizes[i];
 		r->rtag[i] = tags[i];
 		ent[i].tag = tags[i];
-		ent[i].key = zc_post(d, r, i, mhandles ? mhandles[i] : NULL);
+		ent[i].key = zc_post(d, r, i, mr);
 		ent[i].size = sizes[i];
 	}
 	struct wire_hdr h = { .type = M_CTS, .dst = c->peer_id, .src = c->id, .seq = r->seq,

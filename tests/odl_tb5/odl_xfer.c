@@ -1502,6 +1502,18 @@ static int one_completion(int fd, uint64_t cookie)
 	return 0;
 }
 
+/* fetch and drop every completion queued on fd */
+static void drain_cq(int fd)
+{
+	static struct odl_tb5_completion ce[64];
+	struct odl_tb5_poll_cq pq;
+
+	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
+	pq.entry_size = sizeof(ce[0]); pq.max_entries = 64;
+	while (!ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) && pq.count)
+		;
+}
+
 /* poll() beside a POLL_CQ waiting for a batch of 2 on the same file: one
  * completion must wake poll() (POLLIN), the second the batch waiter
  */
@@ -1512,10 +1524,9 @@ static void badinput_poll_beside_batch(int fd)
 	pid_t bpid, ppid;
 	int asleep, pst = -1, bst, rc;
 
+	drain_cq(fd);
 	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
 	pq.entry_size = sizeof(ce[0]); pq.max_entries = 4;
-	while (!ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) && pq.count)
-		;
 	bpid = fork();
 	if (bpid == 0) {
 		pq.min_entries = 2; pq.timeout_ms = 20000;
@@ -1559,10 +1570,9 @@ static void badinput_cq(int fd)
 	int rr = 0, rc = 0, woke;
 
 	/* start from an empty queue: earlier lines may have left some */
+	drain_cq(fd);
 	Z(pq); pq.size = sizeof(pq); pq.entries_ptr = (uintptr_t)ce;
 	pq.entry_size = sizeof(ce[0]); pq.max_entries = CQ;
-	while (!ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq) && pq.count)
-		;
 	Z(r); r.size = sizeof(r); r.buf_id = 3; r.capacity = 64;
 	Z(cn); cn.size = sizeof(cn);
 	for (k = 1; k <= CQ && !rr && !rc; k++) {
