@@ -174,10 +174,15 @@ static struct attribute *odl_dev_attrs[] = {
  * statistics/: one read-only file per device counter (the GET_STATS
  * counters and the driver's own), like a network interface's, for
  * monitoring without an ioctl client; a reset through GET_STATS shows here.
+ * The same table says where GET_STATS reports a counter (uoff), so the copy
+ * and the reset cannot disagree.
  */
+#define ODL_STAT_NO_UAPI SIZE_MAX
+
 struct odl_stat_attr {
 	struct device_attribute attr;
-	size_t off;
+	size_t off;	/* in struct odl_stats */
+	size_t uoff;	/* in struct odl_tb5_stats, or ODL_STAT_NO_UAPI */
 };
 
 static ssize_t odl_stat_show(struct device *d, struct device_attribute *a,
@@ -193,9 +198,17 @@ static ssize_t odl_stat_show(struct device *d, struct device_attribute *a,
 	return sysfs_emit(buf, "%llu\n", v);
 }
 
+/* a GET_STATS counter */
 #define ODL_STAT(name) {						\
 		.attr = __ATTR(name, 0444, odl_stat_show, NULL),	\
 		.off = offsetof(struct odl_stats, name),		\
+		.uoff = offsetof(struct odl_tb5_stats, name),		\
+	}
+/* a counter only sysfs (or GET_INFO) shows */
+#define ODL_STAT_OWN(name) {						\
+		.attr = __ATTR(name, 0444, odl_stat_show, NULL),	\
+		.off = offsetof(struct odl_stats, name),		\
+		.uoff = ODL_STAT_NO_UAPI,				\
 	}
 
 /* the counters' files; odl_stat_attrs points at them (odl_cdev_init) */
@@ -218,8 +231,8 @@ static struct odl_stat_attr odl_stat_list[] = {
 	ODL_STAT(tx_wedges),
 	ODL_STAT(e2e_fallbacks),
 	ODL_STAT(sw_credit_stalls),
-	ODL_STAT(credit_frames),
-	ODL_STAT(link_changes),
+	ODL_STAT_OWN(credit_frames),
+	ODL_STAT_OWN(link_changes),
 	ODL_STAT(urgent_ahead),
 	ODL_STAT(no_port),
 	ODL_STAT(rx_cancelled),
@@ -227,6 +240,9 @@ static struct odl_stat_attr odl_stat_list[] = {
 /* every counter of struct odl_stats has its file */
 static_assert(ARRAY_SIZE(odl_stat_list) ==
 	      sizeof(struct odl_stats) / sizeof(u64));
+/* and every GET_STATS counter is among them (all but the two ODL_STAT_OWN) */
+static_assert(sizeof(struct odl_tb5_stats) - 2 * sizeof(__u32) ==
+	      (ARRAY_SIZE(odl_stat_list) - 2) * sizeof(u64));
 
 static struct attribute *odl_stat_attrs[ARRAY_SIZE(odl_stat_list) + 1];
 
@@ -765,9 +781,9 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 {
 	struct odl_dev *dev = f->dev;
-	struct odl_stats snap;
+	struct odl_stats snap, taken = {};
 	struct odl_tb5_stats st;
-	u64 *cur, *old;
+	const struct odl_stat_attr *a;
 	u32 usize, i;
 	bool reset;
 	int ret;
@@ -786,44 +802,29 @@ static long odl_ioc_stats(struct odl_file *f, unsigned long arg)
 	snap = dev->stats;
 	spin_unlock(&dev->lock);
 	memset(&st, 0, sizeof(st));
-	st.tx_msgs = snap.tx_msgs;
-	st.tx_bytes = snap.tx_bytes;
-	st.tx_frames = snap.tx_frames;
-	st.rx_msgs = snap.rx_msgs;
-	st.rx_bytes = snap.rx_bytes;
-	st.rx_frames = snap.rx_frames;
-	st.seq_errors = snap.seq_errors;
-	st.len_errors = snap.len_errors;
-	st.desc_errors = snap.desc_errors;
-	st.drops = snap.drops;
-	st.credit_stalls = snap.credit_stalls;
-	st.link_resets = snap.link_resets;
-	st.logins = snap.logins;
-	st.rx_stalls = snap.rx_stalls;
-	st.irq_recoveries = snap.irq_recoveries;
-	st.tx_wedges = snap.tx_wedges;
-	st.e2e_fallbacks = snap.e2e_fallbacks;
-	st.sw_credit_stalls = snap.sw_credit_stalls;
-	st.urgent_ahead = snap.urgent_ahead;
-	st.no_port = snap.no_port;
-	st.rx_cancelled = snap.rx_cancelled;
+	for (i = 0; i < ARRAY_SIZE(odl_stat_list); i++) {
+		a = &odl_stat_list[i];
+		if (a->uoff == ODL_STAT_NO_UAPI)
+			continue;
+		*(u64 *)((char *)&st + a->uoff) =
+			*(u64 *)((char *)&snap + a->off);
+		/* reported: the caller's struct holds it */
+		if (a->uoff + sizeof(u64) <= usize)
+			*(u64 *)((char *)&taken + a->off) =
+				*(u64 *)((char *)&snap + a->off);
+	}
 	ret = odl_copy_out(arg, &st, sizeof(st), usize);
 	if (!reset)
 		return ret;
 	if (!ret) {
-		/* reset only what was reported; later counts survive, and so
-		 * do the counters GET_STATS does not report (GET_INFO's
-		 * link_changes, sysfs's credit_frames) or this caller's
-		 * struct is too short for
+		/* take away only what was reported; later counts survive, and
+		 * so do the counters GET_STATS does not report or this
+		 * caller's struct is too short for
 		 */
-		snap.credit_frames = 0;
-		snap.link_changes = 0;
-		if (usize < ODL_TB5_STATS_SIZE_1_7)
-			snap.rx_cancelled = 0;
+		u64 *cur = (u64 *)&dev->stats, *old = (u64 *)&taken;
+
 		spin_lock(&dev->lock);
-		cur = (u64 *)&dev->stats;
-		old = (u64 *)&snap;
-		for (i = 0; i < sizeof(snap) / sizeof(u64); i++)
+		for (i = 0; i < sizeof(taken) / sizeof(u64); i++)
 			cur[i] -= old[i];
 		spin_unlock(&dev->lock);
 	}

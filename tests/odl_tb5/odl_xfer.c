@@ -17,6 +17,7 @@
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer stats-reset [-d DEV]   (the same, then ODL_TB5_STATS_RESET)
+ *   odl_xfer stats-reset-v0 [-d DEV] (the same with ABI 1.0's struct size)
  *   odl_xfer fuzz   [-d DEV] [-n SECONDS] [-S SEED]
  *   -D (send/recv): data through a DMA-buf from odl_dmabuf_exp, imported
  *   -E odl|udmabuf|heap: the DMA-buf exporter of -D: odl_dmabuf_exp, the
@@ -159,11 +160,11 @@ static int cmd_info(void)
 	return 0;
 }
 
-/* the device's counters (GET_STATS) into *st */
-static void read_stats_f(int fd, struct odl_tb5_stats *st, uint32_t flags)
+/* the device's counters (GET_STATS) into *st, asked with struct size size */
+static void read_stats_sz(int fd, struct odl_tb5_stats *st, uint32_t flags, uint32_t size)
 {
 	memset(st, 0, sizeof(*st));
-	st->size = sizeof(*st);
+	st->size = size;
 	st->flags = flags;
 	if (ioctl(fd, ODL_TB5_IOC_GET_STATS, st))
 		die("GET_STATS");
@@ -171,16 +172,19 @@ static void read_stats_f(int fd, struct odl_tb5_stats *st, uint32_t flags)
 
 static void read_stats(int fd, struct odl_tb5_stats *st)
 {
-	read_stats_f(fd, st, 0);
+	read_stats_sz(fd, st, 0, sizeof(*st));
 }
 
-/* stats-reset: the counters, reset after reading (ODL_TB5_STATS_RESET) */
-static int cmd_stats(uint32_t flags)
+/* stats-reset: the counters, reset after reading (ODL_TB5_STATS_RESET);
+ * stats-reset-v0: the same by a caller built for ABI 1.0 (its struct ends
+ * before the later counters, which it neither sees nor resets)
+ */
+static int cmd_stats(uint32_t flags, uint32_t size)
 {
 	struct odl_tb5_stats st;
 	int fd = open_dev();
 
-	read_stats_f(fd, &st, flags);
+	read_stats_sz(fd, &st, flags, size);
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
 	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu rx_cancelled=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
@@ -2281,9 +2285,11 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "info"))
 		return cmd_info();
 	if (!strcmp(cmd, "stats"))
-		return cmd_stats(0);
+		return cmd_stats(0, sizeof(struct odl_tb5_stats));
 	if (!strcmp(cmd, "stats-reset"))
-		return cmd_stats(ODL_TB5_STATS_RESET);
+		return cmd_stats(ODL_TB5_STATS_RESET, sizeof(struct odl_tb5_stats));
+	if (!strcmp(cmd, "stats-reset-v0"))
+		return cmd_stats(ODL_TB5_STATS_RESET, ODL_TB5_STATS_SIZE_VER0);
 	if (!strcmp(cmd, "badinput"))
 		return cmd_badinput();
 	if (!strcmp(cmd, "fuzz")) {
