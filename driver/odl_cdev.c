@@ -388,6 +388,7 @@ static long odl_ioc_bind(struct odl_file *f, unsigned long arg)
 	} else {
 		dev->ports[b.port] = f;
 		f->port = b.port;
+		f->bind_seq = ++dev->binds;
 	}
 	spin_unlock(&dev->lock);
 	return ret;

@@ -877,6 +877,7 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	struct odl_file *f = dev->ports[dst];
 	struct odl_recv *r;
 	void *stage;
+	u64 bind_seq;
 
 	/* discarded unless a RECV or a staging buffer takes it */
 	odl_rx_discard(dev, le32_to_cpu(h->msg_id), msg_len, 0, dst, src, key);
@@ -909,14 +910,16 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	/* RX is serialised (see odl_rx_callback); only the target may change
 	 * while the lock is dropped
 	 */
+	bind_seq = f->bind_seq;
 	spin_unlock(&dev->lock);
 	stage = kvmalloc(msg_len, GFP_KERNEL);
 	spin_lock(&dev->lock);
 	if (!stage) {
 		/* the message was f's: tell it, unless it closed while the
-		 * lock was dropped (the port's next file never had it)
+		 * lock was dropped (the port's next file never had it, even
+		 * one at f's address)
 		 */
-		if (dev->ports[dst] == f)
+		if (dev->ports[dst] == f && f->bind_seq == bind_seq)
 			odl_drop_msg(dev, f);
 		else
 			dev->stats.drops++;

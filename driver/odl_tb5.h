@@ -277,6 +277,7 @@ struct odl_dev {
 	unsigned long rx_ack_time;	/* jiffies of the last credit frame */
 	bool credit_pending;		/* a credit frame is due */
 	struct odl_file *ports[ODL_TB5_MAX_PORT + 1];
+	u64 binds;		/* BINDs so far: odl_file.bind_seq */
 	struct list_head files;
 	/* every held back message (struct odl_pending), oldest first */
 	struct list_head pending;
@@ -351,6 +352,9 @@ struct odl_file {
 
 	/* below: dev->lock */
 	u32 port;
+	u64 bind_seq;		/* its BIND's number on the device: a file
+				 * at a freed one's address is not that one
+				 */
 	struct list_head recvs;
 	struct list_head krecvs;	/* keyed RECVs (1.4) */
 	struct list_head pending;
