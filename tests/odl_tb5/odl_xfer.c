@@ -176,8 +176,8 @@ static void read_stats(int fd, struct odl_tb5_stats *st)
 }
 
 /* stats-reset: the counters, reset after reading (ODL_TB5_STATS_RESET);
- * stats-reset-v0: the same by a caller built for ABI 1.0 (its struct ends
- * before the later counters, which it neither sees nor resets)
+ * stats-reset-v0: the same with ABI 1.0's struct size (168 bytes, up to
+ * no_port: rx_cancelled, 1.7, is neither seen, printed 0, nor reset)
  */
 static int cmd_stats(uint32_t flags, uint32_t size)
 {
