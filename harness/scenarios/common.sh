@@ -3,6 +3,7 @@
 # Shared helpers for scenarios: each scenario boots its own pair in
 # $VMPAIR_STATE (set by harness/sim-test) and tears it down on exit.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/python.sh"
 
 SCEN_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export VMPAIR_STATE=${VMPAIR_STATE:-/tmp/odl-vmpair-$(id -un)/scenario-$$}
