@@ -272,12 +272,15 @@ wait_no_xdomain() {
 tbnet_carrier() {
 	vm "$1" sh -c 'grep -q 1 /sys/class/net/thunderbolt0/carrier'
 }
+# tbnet_race_logged GUEST: its log has the race's message
+tbnet_race_logged() {
+	vm "$1" sh -c 'dmesg | grep -q "thunderbolt0: failed to allocate Rx HopID"'
+}
 tbnet_login_race() {
 	local v w
 	for v in a b; do
 		[ $v = a ] && w=b || w=a
-		if ! tbnet_carrier $v && tbnet_carrier $w &&
-			vm $v sh -c 'dmesg | grep -q "thunderbolt0: failed to allocate Rx HopID"'; then
+		if ! tbnet_carrier $v && tbnet_carrier $w && tbnet_race_logged $v; then
 			echo $v
 			return 0
 		fi
@@ -312,7 +315,7 @@ tbnet_up() {
 	# with its HopID (the message, then carrier on both a second later)
 	for v in a b; do
 		[ -e "$VMPAIR_STATE/tbnet-login-race-$v" ] && continue
-		if vm $v sh -c 'dmesg | grep -q "thunderbolt0: failed to allocate Rx HopID"'; then
+		if tbnet_race_logged $v; then
 			diag "tbnet_up: stock thunderbolt-net login race on $v (\"failed to allocate Rx HopID\"), over by itself: the peer logged in again"
 			touch "$VMPAIR_STATE/tbnet-login-race-$v"
 		fi
