@@ -2380,13 +2380,13 @@ static u32 odl_check_login(const struct odl_dev *dev,
 }
 
 /*
- * Called by the XDomain core for every packet with our protocol UUID, in
- * the control channel's work: only validate, answer and hand over to
- * peer_work. Responses are left (return 0) to tb_xdomain_request().
+ * One packet with our protocol UUID, offered to dev (odl_handler_lock
+ * held, in the control channel's work): only validate, answer and hand
+ * over to peer_work. 0: not for dev, or a response (those are left to
+ * tb_xdomain_request()).
  */
-static int odl_handle_packet(const void *buf, size_t size, void *data)
+static int odl_dev_packet(struct odl_dev *dev, const void *buf, size_t size)
 {
-	struct odl_dev *dev = data;
 	struct tb_xdomain *xd = dev->xd;
 	union odl_xd_any pkt;
 	u32 status;
@@ -2478,6 +2478,37 @@ static int odl_handle_packet(const void *buf, size_t size, void *data)
 	}
 }
 
+/*
+ * The module's one protocol handler. The XDomain core calls a handler
+ * after dropping its own lock, so a handler kept in a device could run
+ * while that device's remove unregisters and frees it. The devices are
+ * offered the packet here under odl_handler_lock instead, and remove
+ * takes that lock to unlink its device: once unlinked, no call is
+ * inside the device and none can reach it.
+ */
+static DEFINE_MUTEX(odl_handler_lock);
+static LIST_HEAD(odl_handler_devs);
+
+static int odl_handle_packet(const void *buf, size_t size, void *data)
+{
+	struct odl_dev *dev;
+	int ret = 0;
+
+	mutex_lock(&odl_handler_lock);
+	list_for_each_entry(dev, &odl_handler_devs, handler_node) {
+		ret = odl_dev_packet(dev, buf, size);
+		if (ret)
+			break;
+	}
+	mutex_unlock(&odl_handler_lock);
+	return ret;
+}
+
+static struct tb_protocol_handler odl_handler = {
+	.uuid = &odl_proto_uuid,
+	.callback = odl_handle_packet,
+};
+
 static void odl_send_logout(struct odl_dev *dev)
 {
 	struct odl_xd_status_msg resp;
@@ -2565,10 +2596,9 @@ static int odl_probe(struct tb_service *svc, const struct tb_service_id *id)
 	if (ret)
 		goto err_rings;
 
-	dev->handler.uuid = &odl_proto_uuid;
-	dev->handler.callback = odl_handle_packet;
-	dev->handler.data = dev;
-	tb_register_protocol_handler(&dev->handler);
+	mutex_lock(&odl_handler_lock);
+	list_add_tail(&dev->handler_node, &odl_handler_devs);
+	mutex_unlock(&odl_handler_lock);
 	tb_service_set_drvdata(svc, dev);
 
 	dev_info(&svc->dev, "peer %pUb: /dev/%s%u, %u descriptors per ring, local property block %u dwords\n",
@@ -2594,7 +2624,9 @@ static void odl_remove(struct tb_service *svc)
 	cancel_delayed_work_sync(&dev->login_work);
 	cancel_delayed_work_sync(&dev->ready_work);
 	cancel_delayed_work_sync(&dev->connect_work);
-	tb_unregister_protocol_handler(&dev->handler);
+	mutex_lock(&odl_handler_lock);
+	list_del(&dev->handler_node);
+	mutex_unlock(&odl_handler_lock);
 	cancel_work_sync(&dev->peer_work);
 	cancel_work_sync(&dev->fallback_work);
 
@@ -2630,6 +2662,19 @@ static struct tb_service_driver odl_driver = {
 	.remove = odl_remove,
 	.id_table = odl_ids,
 };
+
+/*
+ * No device is left to offer packets to; a call that had found the
+ * handler before it was unregistered has finished its dispatch once the
+ * lock is free. (The core's few instructions between finding a handler
+ * and calling it remain, as for every protocol handler.)
+ */
+static void odl_unregister_handler(void)
+{
+	tb_unregister_protocol_handler(&odl_handler);
+	mutex_lock(&odl_handler_lock);
+	mutex_unlock(&odl_handler_lock);
+}
 
 static int __init odl_init(void)
 {
@@ -2680,11 +2725,16 @@ static int __init odl_init(void)
 	ret = tb_register_property_dir(ODL_SERVICE_KEY, odl_dir);
 	if (ret)
 		goto err_dir;
-	ret = tb_register_service_driver(&odl_driver);
+	ret = tb_register_protocol_handler(&odl_handler);
 	if (ret)
 		goto err_unreg;
+	ret = tb_register_service_driver(&odl_driver);
+	if (ret)
+		goto err_handler;
 	return 0;
 
+err_handler:
+	odl_unregister_handler();
 err_unreg:
 	tb_unregister_property_dir(ODL_SERVICE_KEY, odl_dir);
 err_dir:
@@ -2698,6 +2748,7 @@ module_init(odl_init);
 static void __exit odl_exit(void)
 {
 	tb_unregister_service_driver(&odl_driver);
+	odl_unregister_handler();
 	tb_unregister_property_dir(ODL_SERVICE_KEY, odl_dir);
 	tb_property_free_dir(odl_dir);
 	odl_cdev_exit();

@@ -189,7 +189,7 @@ struct odl_dev {
 	struct tb_xdomain *xd;
 	unsigned int index;
 	struct device *cdev_dev;
-	struct tb_protocol_handler handler;
+	struct list_head handler_node;	/* odl_handler_devs, odl_handler_lock */
 
 	/* connection state, serialised by conn_lock */
 	struct mutex conn_lock;
