@@ -236,6 +236,7 @@ static struct odl_stat_attr odl_stat_list[] = {
 	ODL_STAT(urgent_ahead),
 	ODL_STAT(no_port),
 	ODL_STAT(rx_cancelled),
+	ODL_STAT(events_lost),
 };
 /* every counter of struct odl_stats has its file */
 static_assert(ARRAY_SIZE(odl_stat_list) ==
@@ -640,7 +641,7 @@ static long odl_ioc_submit(struct odl_file *f, unsigned long arg)
 static bool odl_cq_ready(struct odl_file *f, u32 want)
 {
 	return READ_ONCE(f->cq_count) >= want || READ_ONCE(f->cq_urgent) ||
-	       READ_ONCE(f->dev->gone);
+	       READ_ONCE(f->events_lost) || READ_ONCE(f->dev->gone);
 }
 
 /* count a batch POLL_CQ waiter in (add) or out, for odl_cq_push */
@@ -687,12 +688,30 @@ static int odl_cq_copy(struct odl_file *f, u8 __user *uptr, u32 esize,
 	return 0;
 }
 
+/* the EVENTS_LOST entry for lost events, at entry n of the user's array */
+static int odl_cq_put_lost(u8 __user *uptr, u32 esize, u32 n, u32 lost)
+{
+	const size_t csize = sizeof(struct odl_tb5_completion);
+	struct odl_tb5_completion c = {
+		.type = ODL_TB5_COMP_EVENT,
+		.status = -EOVERFLOW,
+		.length = lost,
+		.flags = ODL_TB5_CF_EVENTS_LOST,
+	};
+	u8 __user *p = uptr + (size_t)n * esize;
+
+	if (copy_to_user(p, &c, min_t(u32, esize, csize)) ||
+	    (esize > csize && clear_user(p + csize, esize - csize)))
+		return -EFAULT;
+	return 0;
+}
+
 static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 {
 	struct odl_dev *dev = f->dev;
 	struct odl_tb5_poll_cq pq;
 	u8 __user *uptr;
-	u32 usize, n, head, esize, want;
+	u32 usize, n, head, esize, want, lost;
 	long t;
 	int ret;
 
@@ -750,7 +769,9 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	spin_lock(&dev->lock);
 	n = min(pq.max_entries, f->cq_count);
 	head = f->cq_head;
-	if (!n && dev->gone) {
+	/* lost events are reported after what was queued before them */
+	lost = n == f->cq_count && n < pq.max_entries ? f->events_lost : 0;
+	if (!n && !lost && dev->gone) {
 		/* everything delivered and the peer will not come back */
 		spin_unlock(&dev->lock);
 		mutex_unlock(&f->mutex);
@@ -758,7 +779,9 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	}
 	spin_unlock(&dev->lock);
 	ret = odl_cq_copy(f, uptr, esize, head, n);
-	pq.count = n;
+	if (!ret && lost)
+		ret = odl_cq_put_lost(uptr, esize, n, lost);
+	pq.count = n + !!lost;
 	if (!ret)
 		ret = odl_copy_out(arg, &pq, sizeof(pq), usize);
 	if (!ret) {
@@ -768,6 +791,8 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 		was_full = odl_cq_full(f);
 		f->cq_head = (f->cq_head + n) % ODL_CQ_SIZE;
 		f->cq_count -= n;
+		/* more may have been lost meanwhile: reported next time */
+		f->events_lost -= lost;
 		if (!f->cq_count)
 			f->cq_urgent = false;
 		/* poll() waits for POLLOUT on a full queue: room is news */
@@ -1229,7 +1254,7 @@ static __poll_t odl_poll(struct file *file, poll_table *wait)
 
 	poll_wait(file, &f->wq, wait);
 	spin_lock(&dev->lock);
-	if (f->cq_count)
+	if (f->cq_count || f->events_lost)
 		mask |= EPOLLIN | EPOLLRDNORM;
 	/* as odl_queue_send: a resume (E2E fallback) takes SENDs too */
 	if ((dev->connected || dev->resuming) &&

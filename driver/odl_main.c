@@ -250,13 +250,26 @@ static u32 odl_local_features(const struct odl_dev *dev)
 /* ---------------------------------------------------------------------
  * Completions and delivery to files (dev->lock held)
  */
+/* an event found no slot: POLL_CQ reports it once the queue is drained,
+ * and a waiter (a batch one too) is to come and drain it
+ */
+static void odl_event_lost(struct odl_file *f)
+{
+	f->events_lost++;
+	f->dev->stats.events_lost++;
+	wake_up_interruptible(&f->wq);
+	if (f->cq_batch_waiters)
+		wake_up_interruptible(&f->bwq);
+}
+
 void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 		 u64 len, u32 src_port, u32 flags)
 {
 	struct odl_tb5_completion *c;
 
 	if (f->cq_count >= ODL_CQ_SIZE) {
-		f->cq_dropped++;
+		/* only events: sends and receives keep their slots */
+		odl_event_lost(f);
 		return;
 	}
 	c = &f->cq[(f->cq_head + f->cq_count) % ODL_CQ_SIZE];
@@ -282,7 +295,7 @@ void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 static void odl_event(struct odl_file *f, int status, u32 flags)
 {
 	if (odl_cq_full(f)) {
-		f->cq_dropped++;
+		odl_event_lost(f);
 		return;
 	}
 	odl_cq_push(f, 0, ODL_TB5_COMP_EVENT, status, 0, 0, flags);

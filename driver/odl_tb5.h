@@ -166,6 +166,7 @@ struct odl_stats {
 	u64 urgent_ahead;	/* urgent SENDs queued ahead of others */
 	u64 no_port;		/* messages for a port nobody had bound */
 	u64 rx_cancelled;	/* keyed messages whose RECV was withdrawn */
+	u64 events_lost;	/* events with no completion slot left */
 };
 
 /* odl_dev.flow: how the data path is flow controlled right now */
@@ -365,7 +366,10 @@ struct odl_file {
 	struct odl_tb5_completion *cq;
 	u32 cq_head;
 	u32 cq_count;
-	u64 cq_dropped;
+	/* events dropped for want of a slot since POLL_CQ last reported
+	 * it (1.8: in one EVENTS_LOST entry once the queue is drained)
+	 */
+	u32 events_lost;
 	/* POLL_CQ waiters for a batch (1.3 min_entries > 1) sleep on bwq: a
 	 * completion wakes them once cq_batch_want are queued, an event
 	 * (cq_urgent, until the queue drains) at once. poll() and the other

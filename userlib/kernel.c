@@ -779,6 +779,19 @@ static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 			k->stash_lost++;
 			return;
 		}
+		if (kc->flags & ODL_TB5_CF_EVENTS_LOST) {
+			/* driver 1.8: events found its queue full. A lost
+			 * message may be among them: reported as one, in
+			 * order; a link change is read back from the driver
+			 */
+			c = stash_add(k);
+			memset(c, 0, sizeof(*c));
+			c->op = ODL_OP_LOST;
+			c->status = kc->status;
+			k->stash_lost++;
+			k_refresh_state(h);
+			return;
+		}
 		if (kc->flags & ODL_TB5_CF_LINK_DOWN) {
 			k->down = true;
 			k->state = ODL_TB5_STATE_DISCONNECTED;

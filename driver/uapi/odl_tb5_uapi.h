@@ -60,7 +60,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	7
+#define ODL_TB5_ABI_MINOR	8
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -224,6 +224,11 @@ struct odl_tb5_cancel {
 #define ODL_TB5_CF_LINK_UP	(1u << 0)	/* EVENT: peer logged in */
 #define ODL_TB5_CF_LINK_DOWN	(1u << 1)	/* EVENT: peer gone/relogged */
 #define ODL_TB5_CF_MSG_LOST	(1u << 2)	/* EVENT: message lost, port unknown */
+/* EVENT (1.8): this many events (length) found no completion slot and
+ * were dropped (status -EOVERFLOW); delivered after every completion
+ * queued before it. Link state may have changed meanwhile: GET_INFO.
+ */
+#define ODL_TB5_CF_EVENTS_LOST	(1u << 3)
 
 /*
  * Completion entry. Errors (status < 0): -ECONNRESET link went down before
@@ -329,6 +334,10 @@ struct odl_tb5_stats {
 					 * arrival, their RECV withdrawn
 					 * with CANCEL
 					 */
+	__u64 events_lost;		/* 1.8: events (link changes, lost
+					 * messages) that found a file's
+					 * completion queue full
+					 */
 };
 
 /* odl_tb5_dmabuf_import.flags */
@@ -412,6 +421,8 @@ struct odl_tb5_mem_reg {
 #define ODL_TB5_SEND_SIZE_1_4		48
 /* sizes in 1.7 of structs that grew */
 #define ODL_TB5_STATS_SIZE_1_7		176
+/* sizes in 1.8 of structs that grew */
+#define ODL_TB5_STATS_SIZE_1_8		184
 
 #ifndef __KERNEL__
 #define ODL_TB5_SIZE_CHECK_(t, n) \
@@ -423,7 +434,7 @@ ODL_TB5_SIZE_CHECK_(odl_tb5_send, ODL_TB5_SEND_SIZE_1_4);
 ODL_TB5_SIZE_CHECK_(odl_tb5_recv, ODL_TB5_RECV_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_completion, ODL_TB5_COMPLETION_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_poll_cq, ODL_TB5_POLL_CQ_SIZE_1_3);
-ODL_TB5_SIZE_CHECK_(odl_tb5_stats, ODL_TB5_STATS_SIZE_1_7);
+ODL_TB5_SIZE_CHECK_(odl_tb5_stats, ODL_TB5_STATS_SIZE_1_8);
 ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_import, ODL_TB5_DMABUF_IMPORT_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_dmabuf_release, ODL_TB5_DMABUF_RELEASE_SIZE_VER0);
 ODL_TB5_SIZE_CHECK_(odl_tb5_sqe, ODL_TB5_SQE_SIZE_VER0);

@@ -16,13 +16,16 @@
 # back message gives way; a held back message older than rx_stall_ms gives
 # way at once to a new one; where dropping the stale ones would not make
 # room, none is dropped; then data moves again. A keyed message whose
-# RECV was withdrawn is discarded on arrival (ABI 1.7), not held back. The counters read through
+# RECV was withdrawn is discarded on arrival (ABI 1.7), not held back. An
+# event that finds its file's completion queue full is counted
+# (events_lost) and reported once the queue is fetched (ABI 1.8: one
+# EVENTS_LOST entry after the completions queued before). The counters read through
 # GET_STATS are the same in sysfs (statistics/, a file each) and in
 # `odl_tb5_cli --list --json`; a reset takes away only the counters the
 # caller's struct holds.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 20
+tap_plan 21
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -104,6 +107,23 @@ else
 fi
 vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
 wait_for "! vm b pidof odl_xfer" 30
+# a lost event (ABI 1.8): b's port 68 has its completion queue full (1024
+# withdrawn RECVs, not fetched) and no RECV; a sends it 5 x 4 MiB: 4 are
+# held back, the 5th holds the ring for rx_stall_ms, the oldest is dropped
+# and its lost-message event finds no slot. b counts it (events_lost) and
+# reports it after the 1024 completions: one EVENTS_LOST entry
+el0=$(odl_stat b events_lost)
+vm b sh -c "setsid sh -c '/tmp/odl_xfer overflow -p 68 -t 120; echo rc=\$?' > /tmp/overflow.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/overflow.log" 60
+vm a sh -c "setsid /tmp/odl_xfer post -p 69 -q 68 -n 5 -s 4194304 > /tmp/post69.log 2>&1 < /dev/null &"
+desc="b: a lost-message event with the completion queue full is counted (events_lost) and reported after the 1024 queued completions (one EVENTS_LOST entry, -EOVERFLOW)"
+if wait_for "vm b grep -q rc= /tmp/overflow.log" 180 >&2 && vm b grep -q rc=0 /tmp/overflow.log &&
+	[ "$(odl_stat b events_lost)" = $((el0 + 1)) ] && wait_for "vm a grep -q 'posted 5' /tmp/post69.log" 60 >&2; then
+	ok "$desc" "$(vm b cat /tmp/overflow.log)" "a: $(vm a cat /tmp/post69.log)"
+else
+	not_ok "$desc" "b: $(vm b cat /tmp/overflow.log 2>&1)" "events_lost before $el0, after: $(vm b /tmp/odl_xfer stats 2>&1)" \
+		"a: $(vm a cat /tmp/post69.log 2>&1)" "$(vm b dmesg | tail -n 20)"
+fi
 # no room, and dropping the stale held back messages would not make it:
 # none of them is dropped (a driver that dropped them for nothing loses
 # the first message here). With rx_stall_ms 10 s on b, a sends 1 MiB,
@@ -165,7 +185,7 @@ a, b = kv("st1"), kv("st2")
 sysfs = {k: int(x) for k, x in kv("sysfs").items()}
 cli = json.load(open("%s/cli-%s" % (d, v)))["devices"][0]["statistics"]
 assert a == b, "the counters moved while being read"
-assert len(sysfs) == 23 and cli == sysfs, (sysfs, cli)
+assert len(sysfs) == 24 and cli == sysfs, (sysfs, cli)
 bad = [k for k in a if sysfs.get(k) != int(a[k])]
 assert not bad, "sysfs differs from GET_STATS in %s: %s / %s" % (bad, sysfs, a)
 assert int(a["tx_msgs"]) > 0 and int(a["rx_msgs"]) > 0, a
@@ -180,7 +200,7 @@ for v in a b; do
 			"$(stats_three_ways $v 2>&1)" "$(cat "$VMPAIR_STATE/sysfs-$v")"
 	fi
 done
-ODL_EXPECT_DROPS=2 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the two messages held back too long" b
+ODL_EXPECT_DROPS=3 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the three messages held back too long" b
 # a stats reset takes away only what the caller's struct holds: one built
 # for ABI 1.0 (168 bytes, up to no_port) resets drops but not rx_cancelled
 # (1.7); a full-size reset then takes rx_cancelled too. (That a reset keeps

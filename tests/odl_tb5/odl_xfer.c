@@ -14,6 +14,7 @@
  *   odl_xfer usend  [-d DEV] -p PORT -q PEERPORT [-N]
  *   odl_xfer hold   [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer kick   [-d DEV] -p PORT [-t SECONDS]
+ *   odl_xfer overflow [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer stats-reset [-d DEV]   (the same, then ODL_TB5_STATS_RESET)
@@ -48,6 +49,14 @@
  * kick: binds PORT and for SECONDS posts and cancels a keyed RECV every
  * 200 ms (each post wakes the driver's held RX frames), "ready" once
  * bound, at the end the number of posts.
+ * overflow: binds PORT and fills its completion queue (1024 keyed RECVs
+ * posted and withdrawn, nothing fetched), prints "ready", and waits up to
+ * SECONDS (-t) for the device to count a lost event (GET_STATS
+ * events_lost, ABI 1.8): a message for PORT, which has no RECV, dropped
+ * after rx_stall_ms, whose MSG_LOST event finds the queue full. Then it
+ * fetches: 1024 entries (the RECVs, in order; no room for more), poll()
+ * still POLLIN, one EVENT with ODL_TB5_CF_EVENTS_LOST, status -EOVERFLOW,
+ * length = the events lost, then nothing. Exit 0 if all that held.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -186,7 +195,7 @@ static int cmd_stats(uint32_t flags, uint32_t size)
 
 	read_stats_sz(fd, &st, flags, size);
 	printf("tx_msgs=%llu tx_bytes=%llu tx_frames=%llu rx_msgs=%llu rx_bytes=%llu rx_frames=%llu\n"
-	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu rx_cancelled=%llu\n",
+	       "seq_errors=%llu len_errors=%llu desc_errors=%llu drops=%llu credit_stalls=%llu link_resets=%llu logins=%llu rx_stalls=%llu urgent_ahead=%llu no_port=%llu rx_cancelled=%llu events_lost=%llu\n",
 	       (unsigned long long)st.tx_msgs, (unsigned long long)st.tx_bytes,
 	       (unsigned long long)st.tx_frames, (unsigned long long)st.rx_msgs,
 	       (unsigned long long)st.rx_bytes, (unsigned long long)st.rx_frames,
@@ -195,7 +204,8 @@ static int cmd_stats(uint32_t flags, uint32_t size)
 	       (unsigned long long)st.credit_stalls,
 	       (unsigned long long)st.link_resets, (unsigned long long)st.logins,
 	       (unsigned long long)st.rx_stalls, (unsigned long long)st.urgent_ahead,
-	       (unsigned long long)st.no_port, (unsigned long long)st.rx_cancelled);
+	       (unsigned long long)st.no_port, (unsigned long long)st.rx_cancelled,
+	       (unsigned long long)st.events_lost);
 	close(fd);
 	return 0;
 }
@@ -610,6 +620,79 @@ static int cmd_hold(void)
 	}
 	printf("held port %d for %d s: %d lost-message events\n", port, idle_s, lost);
 	return 0;
+}
+
+static int cmd_overflow(void)
+{
+	enum { CQ = 1024 };
+	static struct odl_tb5_completion ce[CQ];
+	struct odl_tb5_poll_cq pq = {
+		.size = sizeof(pq), .entries_ptr = (uintptr_t)ce,
+		.entry_size = sizeof(ce[0]), .max_entries = CQ,
+	};
+	struct odl_tb5_cancel cn = { .size = sizeof(cn) };
+	struct odl_tb5_stats st;
+	struct pollfd pfd;
+	double end = mono_s() + idle_s;
+	uint64_t lost0, lost = 0;
+	uint32_t k, bad = 0;
+	struct chan c;
+	int fails = 0;
+
+	chan_open(&c, (uint64_t)CQ * 64);
+	read_stats(c.fd, &st);
+	lost0 = st.events_lost;
+	for (k = 1; k <= CQ; k++) {
+		post_recv_f(&c, 0, c.bs.tx_count, (k - 1) * 64ull, 64, k, k);
+		cn.key = k;
+		if (ioctl(c.fd, ODL_TB5_IOC_CANCEL, &cn))
+			die("CANCEL");
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (mono_s() < end) {
+		read_stats(c.fd, &st);
+		lost = st.events_lost - lost0;
+		if (lost)
+			break;
+		usleep(100000);
+	}
+	if (!lost) {
+		printf("no event lost in %d s\n", idle_s);
+		return 1;
+	}
+	if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
+		die("POLL_CQ");
+	for (k = 0; k < pq.count; k++)
+		if (ce[k].type != ODL_TB5_COMP_RECV || ce[k].cookie != k + 1 ||
+		    ce[k].status != -ECANCELED)
+			bad++;
+	printf("fetched %u entries (want %d), %u of them not the RECVs in order\n",
+	       pq.count, CQ, bad);
+	fails += pq.count != CQ || bad;
+	pfd = (struct pollfd){ .fd = c.fd, .events = POLLIN };
+	k = poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+	printf("then poll(): %s\n", k ? "POLLIN" : "not readable");
+	fails += !k;
+	pq.max_entries = 2;
+	if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
+		die("POLL_CQ");
+	printf("then %u entries: type %u status %d flags 0x%x length %llu (events lost: %llu)\n",
+	       pq.count, ce[0].type, ce[0].status, ce[0].flags,
+	       (unsigned long long)ce[0].length, (unsigned long long)lost);
+	/* more may have been lost since the count was read */
+	read_stats(c.fd, &st);
+	fails += pq.count != 1 || ce[0].type != ODL_TB5_COMP_EVENT ||
+		 ce[0].status != -EOVERFLOW ||
+		 ce[0].flags != ODL_TB5_CF_EVENTS_LOST || ce[0].length < lost ||
+		 ce[0].length > st.events_lost - lost0;
+	pq.timeout_ms = 0;
+	if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
+		die("POLL_CQ");
+	printf("then %u entries\n", pq.count);
+	fails += pq.count != 0;
+	printf("%s\n", fails ? "FAILED" : "PASSED");
+	return fails ? 1 : 0;
 }
 
 /* withdraw the keyed RECV posted with key and cookie: 1 unless it completed -ECANCELED */
@@ -2307,6 +2390,8 @@ int main(int argc, char **argv)
 		return cmd_hold();
 	if (!strcmp(cmd, "kick"))
 		return cmd_kick();
+	if (!strcmp(cmd, "overflow"))
+		return cmd_overflow();
 	if (!strcmp(cmd, "flood"))
 		return cmd_flood();
 	if (!strcmp(cmd, "sink"))

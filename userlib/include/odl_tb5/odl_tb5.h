@@ -434,7 +434,9 @@ struct odl_tb5_completion {
  * with later ones; counted in stats.rx_lost. The handle stays usable; the
  * application decides whether its stream can go on. (kernel: when the
  * driver cannot tell which port the lost message was for, every port of
- * the device reports it.)
+ * the device reports it; with driver ABI 1.8 also when the driver had to
+ * drop events for want of room in the handle's queue, since a lost message
+ * may be among them; the link state is then read again.)
  */
 int odl_tb5_poll(odl_tb5_t *h, struct odl_tb5_completion *comps,
 		 unsigned int max, int timeout_ms, uint32_t flags);
