@@ -7,7 +7,7 @@
 #   make coverage-core      --coverage build, lcov/genhtml into
 #                           $(BUILD)/coverage/core; fails below UNIT_COV_MIN %
 #   make unit               unit-core, unit-core-asan, unit-sim, unit-userlib,
-#                           unit-rccl, unit-bench, unit-harness
+#                           unit-rccl, unit-bench, unit-harness (harness-check too)
 #   make coverage           coverage-core
 #
 # Test selection: CK_RUN_SUITE=<suite> / CK_RUN_CASE=<case> (Check env).
@@ -62,7 +62,7 @@ unit-core-gen-check:
 # harness/scenarios/tb-problems.awk (what fails a scenario's dmesg check)
 # on made-up guest logs
 .PHONY: unit-harness
-unit-harness:
+unit-harness: harness-check
 	bash $(TOP)/tests/harness/tb_problems_check.sh
 
 # bench/rccl_history.py (pools the plugin benchmark's runs: all-reduce
