@@ -711,7 +711,7 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	struct odl_dev *dev = f->dev;
 	struct odl_tb5_poll_cq pq;
 	u8 __user *uptr;
-	u32 usize, n, head, esize, want, lost;
+	u32 usize, n, n2, head, esize, want, lost;
 	long t;
 	int ret;
 
@@ -768,9 +768,25 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	mutex_lock(&f->mutex);
 	spin_lock(&dev->lock);
 	n = min(pq.max_entries, f->cq_count);
+	n2 = 0;
+	lost = 0;
 	head = f->cq_head;
-	/* lost events are reported after what was queued before them */
-	lost = n == f->cq_count && n < pq.max_entries ? f->events_lost : 0;
+	if (f->events_lost) {
+		/* the report goes where the first loss was, after the
+		 * completions queued before it (at once if that place was
+		 * fetched past while more were lost)
+		 */
+		u32 before = f->lost_at - (f->cq_pushed - f->cq_count);
+
+		if (before > f->cq_count)
+			before = 0;
+		if (before < pq.max_entries) {
+			lost = f->events_lost;
+			n2 = min(pq.max_entries - 1 - before,
+				 f->cq_count - before);
+			n = before;
+		}
+	}
 	if (!n && !lost && dev->gone) {
 		/* everything delivered and the peer will not come back */
 		spin_unlock(&dev->lock);
@@ -781,7 +797,11 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	ret = odl_cq_copy(f, uptr, esize, head, n);
 	if (!ret && lost)
 		ret = odl_cq_put_lost(uptr, esize, n, lost);
-	pq.count = n + !!lost;
+	if (!ret && n2)
+		ret = odl_cq_copy(f, uptr + (size_t)(n + 1) * esize, esize,
+				  (head + n) % ODL_CQ_SIZE, n2);
+	pq.count = n + !!lost + n2;
+	n += n2;
 	if (!ret)
 		ret = odl_copy_out(arg, &pq, sizeof(pq), usize);
 	if (!ret) {
@@ -793,6 +813,8 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 		f->cq_count -= n;
 		/* more may have been lost meanwhile: reported next time */
 		f->events_lost -= lost;
+		if (lost && f->events_lost)
+			f->lost_at = f->cq_pushed - f->cq_count;
 		if (!f->cq_count)
 			f->cq_urgent = false;
 		/* poll() waits for POLLOUT on a full queue: room is news */

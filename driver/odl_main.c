@@ -250,11 +250,13 @@ static u32 odl_local_features(const struct odl_dev *dev)
 /* ---------------------------------------------------------------------
  * Completions and delivery to files (dev->lock held)
  */
-/* an event found no slot: POLL_CQ reports it once the queue is drained,
- * and a waiter (a batch one too) is to come and drain it
+/* an event found no slot: POLL_CQ reports it after the completions
+ * queued before, and a waiter (a batch one too) is to come and fetch
  */
 static void odl_event_lost(struct odl_file *f)
 {
+	if (!f->events_lost)
+		f->lost_at = f->cq_pushed;
 	f->events_lost++;
 	f->dev->stats.events_lost++;
 	wake_up_interruptible(&f->wq);
@@ -280,6 +282,7 @@ void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 	c->src_port = src_port;
 	c->flags = flags;
 	f->cq_count++;
+	f->cq_pushed++;
 	if (type == ODL_TB5_COMP_EVENT)
 		f->cq_urgent = true;
 	/* poll() and single waiters: every completion; batch waiters
@@ -2677,10 +2680,11 @@ static struct tb_service_driver odl_driver = {
 };
 
 /*
- * No device is left to offer packets to; a call that had found the
- * handler before it was unregistered has finished its dispatch once the
- * lock is free. (The core's few instructions between finding a handler
- * and calling it remain, as for every protocol handler.)
+ * No device is left to offer packets to, and a dispatch that holds the
+ * lock has finished once it is free. A call the core made just before
+ * the handler was unregistered that has not reached the lock yet can
+ * still run this module's code afterwards: the core offers no way to
+ * wait for its callers, as for every protocol handler.
  */
 static void odl_unregister_handler(void)
 {

@@ -366,10 +366,13 @@ struct odl_file {
 	struct odl_tb5_completion *cq;
 	u32 cq_head;
 	u32 cq_count;
+	u32 cq_pushed;		/* completions ever queued (wraps) */
 	/* events dropped for want of a slot since POLL_CQ last reported
-	 * it (1.8: in one EVENTS_LOST entry once the queue is drained)
+	 * them (1.8: one EVENTS_LOST entry), and the cq_pushed of the
+	 * first: the report goes after the completions queued before it
 	 */
 	u32 events_lost;
+	u32 lost_at;
 	/* POLL_CQ waiters for a batch (1.3 min_entries > 1) sleep on bwq: a
 	 * completion wakes them once cq_batch_want are queued, an event
 	 * (cq_urgent, until the queue drains) at once. poll() and the other

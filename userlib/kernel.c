@@ -301,6 +301,30 @@ static int k_refresh_state(struct odl_tb5 *h)
 	return k->state;
 }
 
+/*
+ * After lost events (driver 1.8), which may have been link changes: a
+ * device that is gone is down for good; a link up again is taken. A
+ * transient "not connected" is not (a resume after an E2E fallback shows
+ * as that and sends no event): a lost LINK_DOWN shows anyway, in the
+ * -ECONNRESET of what was in flight and in the next call's -ENOTCONN.
+ */
+static void k_events_lost_state(struct odl_tb5 *h)
+{
+	struct kpriv *k = K(h);
+	struct odl_tb5_kinfo ki;
+	int r;
+
+	if (k->down)
+		return;
+	r = get_info(k->fd, &ki);
+	if (r == -ENODEV) {
+		k->down = true;
+		k->state = ODL_TB5_STATE_DISCONNECTED;
+	} else if (!r && ki.state == K_STATE_CONNECTED) {
+		k->state = ODL_TB5_STATE_CONNECTED;
+	}
+}
+
 static int k_wait_peer(struct odl_tb5 *h, int timeout_ms)
 {
 	uint64_t deadline = odl_deadline(timeout_ms);
@@ -781,15 +805,16 @@ static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 		}
 		if (kc->flags & ODL_TB5_CF_EVENTS_LOST) {
 			/* driver 1.8: events found its queue full. A lost
-			 * message may be among them: reported as one, in
-			 * order; a link change is read back from the driver
+			 * message may be among them: reported as one, where
+			 * the driver put the report (after the completions
+			 * queued before the loss)
 			 */
 			c = stash_add(k);
 			memset(c, 0, sizeof(*c));
 			c->op = ODL_OP_LOST;
 			c->status = kc->status;
 			k->stash_lost++;
-			k_refresh_state(h);
+			k_events_lost_state(h);
 			return;
 		}
 		if (kc->flags & ODL_TB5_CF_LINK_DOWN) {

@@ -225,8 +225,9 @@ struct odl_tb5_cancel {
 #define ODL_TB5_CF_LINK_DOWN	(1u << 1)	/* EVENT: peer gone/relogged */
 #define ODL_TB5_CF_MSG_LOST	(1u << 2)	/* EVENT: message lost, port unknown */
 /* EVENT (1.8): this many events (length) found no completion slot and
- * were dropped (status -EOVERFLOW); delivered after every completion
- * queued before it. Link state may have changed meanwhile: GET_INFO.
+ * were dropped (status -EOVERFLOW); it sits where the first was dropped,
+ * after the completions queued before. Link state may have changed
+ * meanwhile: GET_INFO.
  */
 #define ODL_TB5_CF_EVENTS_LOST	(1u << 3)
 

@@ -25,7 +25,7 @@
 # caller's struct holds.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 21
+tap_plan 22
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -107,23 +107,31 @@ else
 fi
 vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
 wait_for "! vm b pidof odl_xfer" 30
-# a lost event (ABI 1.8): b's port 68 has its completion queue full (1024
+# a lost event (ABI 1.8): b's port has its completion queue full (1024
 # withdrawn RECVs, not fetched) and no RECV; a sends it 5 x 4 MiB: 4 are
 # held back, the 5th holds the ring for rx_stall_ms, the oldest is dropped
 # and its lost-message event finds no slot. b counts it (events_lost) and
-# reports it after the 1024 completions: one EVENTS_LOST entry
-el0=$(odl_stat b events_lost)
-vm b sh -c "setsid sh -c '/tmp/odl_xfer overflow -p 68 -t 120; echo rc=\$?' > /tmp/overflow.log 2>&1 < /dev/null &"
-wait_for "vm b grep -q ready /tmp/overflow.log" 60
-vm a sh -c "setsid /tmp/odl_xfer post -p 69 -q 68 -n 5 -s 4194304 > /tmp/post69.log 2>&1 < /dev/null &"
-desc="b: a lost-message event with the completion queue full is counted (events_lost) and reported after the 1024 queued completions (one EVENTS_LOST entry, -EOVERFLOW)"
-if wait_for "vm b grep -q rc= /tmp/overflow.log" 180 >&2 && vm b grep -q rc=0 /tmp/overflow.log &&
-	[ "$(odl_stat b events_lost)" = $((el0 + 1)) ] && wait_for "vm a grep -q 'posted 5' /tmp/post69.log" 60 >&2; then
-	ok "$desc" "$(vm b cat /tmp/overflow.log)" "a: $(vm a cat /tmp/post69.log)"
-else
-	not_ok "$desc" "b: $(vm b cat /tmp/overflow.log 2>&1)" "events_lost before $el0, after: $(vm b /tmp/odl_xfer stats 2>&1)" \
-		"a: $(vm a cat /tmp/post69.log 2>&1)" "$(vm b dmesg | tail -n 20)"
-fi
+# reports it where it was lost: after the 1024 completions (overflow: the
+# fetch that takes them has no room for it, the next gets it alone), or
+# between completions queued before and after (overflow-mid)
+overflow_check() {
+	local mode=$1 pb=$2 pa=$3 desc=$4 el0
+	el0=$(odl_stat b events_lost)
+	vm b sh -c "setsid sh -c '/tmp/odl_xfer $mode -p $pb -t 120; echo rc=\$?' > /tmp/$mode.log 2>&1 < /dev/null &"
+	wait_for "vm b grep -q ready /tmp/$mode.log" 60
+	vm a sh -c "setsid /tmp/odl_xfer post -p $pa -q $pb -n 5 -s 4194304 > /tmp/post$pa.log 2>&1 < /dev/null &"
+	if wait_for "vm b grep -q rc= /tmp/$mode.log" 180 >&2 && vm b grep -q rc=0 /tmp/$mode.log &&
+		[ "$(odl_stat b events_lost)" = $((el0 + 1)) ] && wait_for "vm a grep -q 'posted 5' /tmp/post$pa.log" 60 >&2; then
+		ok "$desc" "$(vm b cat /tmp/$mode.log)" "a: $(vm a cat /tmp/post$pa.log)"
+	else
+		not_ok "$desc" "b: $(vm b cat /tmp/$mode.log 2>&1)" "events_lost before $el0, after: $(vm b /tmp/odl_xfer stats 2>&1)" \
+			"a: $(vm a cat /tmp/post$pa.log 2>&1)" "$(vm b dmesg | tail -n 20)"
+	fi
+}
+overflow_check overflow 68 69 \
+	"b: a lost-message event with the completion queue full is counted (events_lost) and reported after the 1024 queued completions (one EVENTS_LOST entry, -EOVERFLOW; pending: POLLIN)"
+overflow_check overflow-mid 70 71 \
+	"b: the EVENTS_LOST report sits where the event was lost, between the completions queued before and after it"
 # no room, and dropping the stale held back messages would not make it:
 # none of them is dropped (a driver that dropped them for nothing loses
 # the first message here). With rx_stall_ms 10 s on b, a sends 1 MiB,
@@ -200,7 +208,7 @@ for v in a b; do
 			"$(stats_three_ways $v 2>&1)" "$(cat "$VMPAIR_STATE/sysfs-$v")"
 	fi
 done
-ODL_EXPECT_DROPS=3 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the three messages held back too long" b
+ODL_EXPECT_DROPS=4 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the four messages held back too long" b
 # a stats reset takes away only what the caller's struct holds: one built
 # for ABI 1.0 (168 bytes, up to no_port) resets drops but not rx_cancelled
 # (1.7); a full-size reset then takes rx_cancelled too. (That a reset keeps

@@ -15,6 +15,7 @@
  *   odl_xfer hold   [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer kick   [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer overflow [-d DEV] -p PORT [-t SECONDS]
+ *   odl_xfer overflow-mid [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer badinput [-d DEV]
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer stats-reset [-d DEV]   (the same, then ODL_TB5_STATS_RESET)
@@ -56,7 +57,10 @@
  * after rx_stall_ms, whose MSG_LOST event finds the queue full. Then it
  * fetches: 1024 entries (the RECVs, in order; no room for more), poll()
  * still POLLIN, one EVENT with ODL_TB5_CF_EVENTS_LOST, status -EOVERFLOW,
- * length = the events lost, then nothing. Exit 0 if all that held.
+ * length = the events lost, then nothing. overflow-mid: the same until
+ * the loss, then it fetches 10, queues 10 more withdrawn RECVs and fetches
+ * 1024: RECVs 11..1024, the report, RECVs 1025..1033 (the report sits
+ * where the loss was), then RECV 1034, then nothing. Exit 0 if all held.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -622,32 +626,80 @@ static int cmd_hold(void)
 	return 0;
 }
 
-static int cmd_overflow(void)
+/* post and withdraw keyed RECVs first..last (cookie = key) */
+static void post_cancel(struct chan *c, uint32_t first, uint32_t last)
 {
-	enum { CQ = 1024 };
-	static struct odl_tb5_completion ce[CQ];
+	struct odl_tb5_cancel cn = { .size = sizeof(cn) };
+	uint32_t k;
+
+	for (k = first; k <= last; k++) {
+		post_recv_f(c, 0, c->bs.tx_count, ((k - 1) % 1024) * 64ull, 64, k, k);
+		cn.key = k;
+		if (ioctl(c->fd, ODL_TB5_IOC_CANCEL, &cn))
+			die("CANCEL");
+	}
+}
+
+/* POLL_CQ up to max entries, no wait, into ce; the count */
+static uint32_t fetch(int fd, struct odl_tb5_completion *ce, uint32_t max)
+{
 	struct odl_tb5_poll_cq pq = {
 		.size = sizeof(pq), .entries_ptr = (uintptr_t)ce,
-		.entry_size = sizeof(ce[0]), .max_entries = CQ,
+		.entry_size = sizeof(ce[0]), .max_entries = max,
 	};
-	struct odl_tb5_cancel cn = { .size = sizeof(cn) };
+
+	if (ioctl(fd, ODL_TB5_IOC_POLL_CQ, &pq))
+		die("POLL_CQ");
+	return pq.count;
+}
+
+/* ce[0..n) are the withdrawn RECVs first, first + 1, ...: 0 if so */
+static int recvs_in_order(const struct odl_tb5_completion *ce, uint32_t n,
+			  uint32_t first, const char *what)
+{
+	uint32_t k, bad = 0;
+
+	for (k = 0; k < n; k++)
+		if (ce[k].type != ODL_TB5_COMP_RECV || ce[k].cookie != first + k ||
+		    ce[k].status != -ECANCELED)
+			bad++;
+	printf("%s: %u RECVs from %u on, %u of them not in order\n", what, n, first, bad);
+	return bad != 0;
+}
+
+/* ce is the EVENTS_LOST report of lost (at least; at most the device's
+ * count since lost0) events: 0 if so
+ */
+static int is_lost_report(int fd, const struct odl_tb5_completion *ce,
+			  uint64_t lost, uint64_t lost0)
+{
+	struct odl_tb5_stats st;
+
+	read_stats(fd, &st);
+	printf("report: type %u status %d flags 0x%x length %llu (events lost: %llu)\n",
+	       ce->type, ce->status, ce->flags, (unsigned long long)ce->length,
+	       (unsigned long long)lost);
+	return ce->type != ODL_TB5_COMP_EVENT || ce->status != -EOVERFLOW ||
+	       ce->flags != ODL_TB5_CF_EVENTS_LOST || ce->length < lost ||
+	       ce->length > st.events_lost - lost0;
+}
+
+static int cmd_overflow(int mid)
+{
+	enum { CQ = 1024, EARLY = 10 };
+	static struct odl_tb5_completion ce[CQ];
 	struct odl_tb5_stats st;
 	struct pollfd pfd;
 	double end = mono_s() + idle_s;
 	uint64_t lost0, lost = 0;
-	uint32_t k, bad = 0;
 	struct chan c;
+	uint32_t n;
 	int fails = 0;
 
 	chan_open(&c, (uint64_t)CQ * 64);
 	read_stats(c.fd, &st);
 	lost0 = st.events_lost;
-	for (k = 1; k <= CQ; k++) {
-		post_recv_f(&c, 0, c.bs.tx_count, (k - 1) * 64ull, 64, k, k);
-		cn.key = k;
-		if (ioctl(c.fd, ODL_TB5_IOC_CANCEL, &cn))
-			die("CANCEL");
-	}
+	post_cancel(&c, 1, CQ);
 	printf("ready\n");
 	fflush(stdout);
 	while (mono_s() < end) {
@@ -661,36 +713,36 @@ static int cmd_overflow(void)
 		printf("no event lost in %d s\n", idle_s);
 		return 1;
 	}
-	if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
-		die("POLL_CQ");
-	for (k = 0; k < pq.count; k++)
-		if (ce[k].type != ODL_TB5_COMP_RECV || ce[k].cookie != k + 1 ||
-		    ce[k].status != -ECANCELED)
-			bad++;
-	printf("fetched %u entries (want %d), %u of them not the RECVs in order\n",
-	       pq.count, CQ, bad);
-	fails += pq.count != CQ || bad;
-	pfd = (struct pollfd){ .fd = c.fd, .events = POLLIN };
-	k = poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
-	printf("then poll(): %s\n", k ? "POLLIN" : "not readable");
-	fails += !k;
-	pq.max_entries = 2;
-	if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
-		die("POLL_CQ");
-	printf("then %u entries: type %u status %d flags 0x%x length %llu (events lost: %llu)\n",
-	       pq.count, ce[0].type, ce[0].status, ce[0].flags,
-	       (unsigned long long)ce[0].length, (unsigned long long)lost);
-	/* more may have been lost since the count was read */
-	read_stats(c.fd, &st);
-	fails += pq.count != 1 || ce[0].type != ODL_TB5_COMP_EVENT ||
-		 ce[0].status != -EOVERFLOW ||
-		 ce[0].flags != ODL_TB5_CF_EVENTS_LOST || ce[0].length < lost ||
-		 ce[0].length > st.events_lost - lost0;
-	pq.timeout_ms = 0;
-	if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
-		die("POLL_CQ");
-	printf("then %u entries\n", pq.count);
-	fails += pq.count != 0;
+	if (!mid) {
+		/* all 1024 fit, the report does not: it stays pending */
+		n = fetch(c.fd, ce, CQ);
+		fails += n != CQ || recvs_in_order(ce, n, 1, "fetched");
+		pfd = (struct pollfd){ .fd = c.fd, .events = POLLIN };
+		n = poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+		printf("then poll(): %s\n", n ? "POLLIN" : "not readable");
+		fails += !n;
+		n = fetch(c.fd, ce, 2);
+		printf("then %u entries\n", n);
+		fails += n != 1 || is_lost_report(c.fd, ce, lost, lost0);
+	} else {
+		/* 10 fetched, 10 more queued after the loss: the report
+		 * comes between RECV 1024 and 1025, in one fetch
+		 */
+		n = fetch(c.fd, ce, EARLY);
+		fails += n != EARLY || recvs_in_order(ce, n, 1, "first fetch");
+		post_cancel(&c, CQ + 1, CQ + EARLY);
+		n = fetch(c.fd, ce, CQ);
+		printf("then %u entries (want %d)\n", n, CQ);
+		fails += n != CQ ||
+			 recvs_in_order(ce, CQ - EARLY, EARLY + 1, "before the report") ||
+			 is_lost_report(c.fd, &ce[CQ - EARLY], lost, lost0) ||
+			 recvs_in_order(ce + CQ - EARLY + 1, EARLY - 1, CQ + 1, "after it");
+		n = fetch(c.fd, ce, CQ);
+		fails += n != 1 || recvs_in_order(ce, n, CQ + EARLY, "last fetch");
+	}
+	n = fetch(c.fd, ce, CQ);
+	printf("then %u entries\n", n);
+	fails += n != 0;
 	printf("%s\n", fails ? "FAILED" : "PASSED");
 	return fails ? 1 : 0;
 }
@@ -2391,7 +2443,9 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "kick"))
 		return cmd_kick();
 	if (!strcmp(cmd, "overflow"))
-		return cmd_overflow();
+		return cmd_overflow(0);
+	if (!strcmp(cmd, "overflow-mid"))
+		return cmd_overflow(1);
 	if (!strcmp(cmd, "flood"))
 		return cmd_flood();
 	if (!strcmp(cmd, "sink"))
