@@ -3,7 +3,7 @@
 #   make test      unit + sim-test
 #   make unit      host unit tests (Check)
 #   make sim-test  VM scenarios (TAP)
-#   make sim-test-extended  the runs make test leaves out for CI's time
+#   make sim-test-extended  the extended list alone (also in make sim-test)
 #   make sim-soak  odl-reload and odl-unplug at their long cycle counts
 #   make coverage  lcov line coverage of hw-model/core
 #   make bench     benchmarks (results under bench/results/)

@@ -11,9 +11,10 @@ vm-prereqs: qemu images sim-bins driver userlib rccl
 	@for k in $(SIM_EXTRA_KERNELS); do $(MAKE) --no-print-directory images KERNEL=$$k || exit 1; done
 
 # SCENARIOS="tbnet idle" picks scenarios; without it make sim-test runs the
-# lists in SIM_TEST_LISTS: harness/sim-test's default list and the profile
-# matrix (docs/testing.md); SIM_TEST_LISTS=default leaves the matrix out.
-SIM_TEST_LISTS ?= default matrix
+# lists in SIM_TEST_LISTS: harness/sim-test's default list, the profile
+# matrix (docs/testing.md) and the extended list; SIM_TEST_LISTS=default
+# runs the default list alone.
+SIM_TEST_LISTS ?= default matrix extended
 sim-test: vm-prereqs $(SIM_EXTRA_DRIVERS)
 	@bash $(TOP)/harness/sim-test $(or $(SCENARIOS),$(SIM_TEST_LISTS))
 
@@ -22,7 +23,7 @@ sim-test: vm-prereqs $(SIM_EXTRA_DRIVERS)
 sim-test-matrix: vm-prereqs $(SIM_EXTRA_DRIVERS)
 	@bash $(TOP)/harness/sim-test --matrix
 
-# the runs left out of make test for CI's time (harness/sim-test)
+# the extended list alone (harness/sim-test)
 sim-test-extended: vm-prereqs $(SIM_EXTRA_DRIVERS)
 	@bash $(TOP)/harness/sim-test extended
 
