@@ -711,7 +711,7 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	struct odl_dev *dev = f->dev;
 	struct odl_tb5_poll_cq pq;
 	u8 __user *uptr;
-	u32 usize, n, n2, head, esize, want, lost;
+	u32 usize, n, n2, head, esize, want, lost, pushed;
 	long t;
 	int ret;
 
@@ -771,12 +771,13 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 	n2 = 0;
 	lost = 0;
 	head = f->cq_head;
+	pushed = f->cq_pushed;
 	if (f->events_lost) {
 		/* the report goes where the first loss was, after the
-		 * completions queued before it (at once if that place was
-		 * fetched past while more were lost)
+		 * completions queued before it (lost_at is never behind the
+		 * head: the clamp only guards)
 		 */
-		u32 before = f->lost_at - (f->cq_pushed - f->cq_count);
+		u32 before = f->lost_at - (pushed - f->cq_count);
 
 		if (before > f->cq_count)
 			before = 0;
@@ -813,8 +814,9 @@ static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)
 		f->cq_count -= n;
 		/* more may have been lost meanwhile: reported next time */
 		f->events_lost -= lost;
+		/* lost during the copy: after all that was queued then */
 		if (lost && f->events_lost)
-			f->lost_at = f->cq_pushed - f->cq_count;
+			f->lost_at = pushed;
 		if (!f->cq_count)
 			f->cq_urgent = false;
 		/* poll() waits for POLLOUT on a full queue: room is news */

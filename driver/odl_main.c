@@ -271,6 +271,7 @@ void odl_cq_push(struct odl_file *f, u64 cookie, u32 type, int status,
 
 	if (f->cq_count >= ODL_CQ_SIZE) {
 		/* only events: sends and receives keep their slots */
+		WARN_ON_ONCE(type != ODL_TB5_COMP_EVENT);
 		odl_event_lost(f);
 		return;
 	}

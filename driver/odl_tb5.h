@@ -375,8 +375,9 @@ struct odl_file {
 	u32 lost_at;
 	/* POLL_CQ waiters for a batch (1.3 min_entries > 1) sleep on bwq: a
 	 * completion wakes them once cq_batch_want are queued, an event
-	 * (cq_urgent, until the queue drains) at once. poll() and the other
-	 * POLL_CQ waiters sleep on wq, woken by every completion.
+	 * (cq_urgent, until the queue drains) or a lost one (events_lost)
+	 * at once. poll() and the other POLL_CQ waiters sleep on wq, woken
+	 * by every completion and lost event.
 	 */
 	wait_queue_head_t bwq;
 	u32 cq_batch_waiters;
