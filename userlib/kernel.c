@@ -785,22 +785,28 @@ static int k_cancel(struct odl_tb5 *h, uint32_t key)
 	return map_err(k, xioctl(k->fd, ODL_TB5_IOC_CANCEL, &cn));
 }
 
+/* a lost-message marker into the stash, reported in order by poll */
+static void k_stash_lost(struct kpriv *k, int status)
+{
+	struct odl_tb5_completion *c = stash_add(k);
+
+	memset(c, 0, sizeof(*c));
+	c->op = ODL_OP_LOST;
+	c->status = status;
+	k->stash_lost++;
+}
+
 /* convert one driver completion into the stash (or a state change) */
 static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 {
 	struct kpriv *k = K(h);
-	struct odl_tb5_completion *c;
 
 	if (kc->type == ODL_TB5_COMP_EVENT) {
 		if (kc->flags & ODL_TB5_CF_MSG_LOST) {
 			/* a message for this port (or one the driver could
 			 * not place) was lost: poll reports it in order
 			 */
-			c = stash_add(k);
-			memset(c, 0, sizeof(*c));
-			c->op = ODL_OP_LOST;
-			c->status = kc->status;
-			k->stash_lost++;
+			k_stash_lost(k, kc->status);
 			return;
 		}
 		if (kc->flags & ODL_TB5_CF_EVENTS_LOST) {
@@ -809,11 +815,7 @@ static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 			 * the driver put the report (after the completions
 			 * queued before the loss)
 			 */
-			c = stash_add(k);
-			memset(c, 0, sizeof(*c));
-			c->op = ODL_OP_LOST;
-			c->status = kc->status;
-			k->stash_lost++;
+			k_stash_lost(k, kc->status);
 			k_events_lost_state(h);
 			return;
 		}
