@@ -659,6 +659,20 @@ static void odl_cq_waiter(struct odl_file *f, u32 want, bool add)
 	spin_unlock(&f->dev->lock);
 }
 
+/* one completion into the user's array at p, an entry of esize bytes: the
+ * part both know, and zeros for a larger entry's tail
+ */
+static int odl_cq_put(u8 __user *p, u32 esize,
+		      const struct odl_tb5_completion *c)
+{
+	const size_t csize = sizeof(*c);
+
+	if (copy_to_user(p, c, min_t(u32, esize, csize)) ||
+	    (esize > csize && clear_user(p + csize, esize - csize)))
+		return -EFAULT;
+	return 0;
+}
+
 /* copy n queued completions from head on to the user (f->mutex held:
  * producers only write past head + cq_count, so the range is stable)
  */
@@ -678,11 +692,8 @@ static int odl_cq_copy(struct odl_file *f, u8 __user *uptr, u32 esize,
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
-		u8 __user *p = uptr + (size_t)i * esize;
-
-		if (copy_to_user(p, &f->cq[(head + i) % ODL_CQ_SIZE],
-				 min_t(u32, esize, csize)) ||
-		    (esize > csize && clear_user(p + csize, esize - csize)))
+		if (odl_cq_put(uptr + (size_t)i * esize, esize,
+			       &f->cq[(head + i) % ODL_CQ_SIZE]))
 			return -EFAULT;
 	}
 	return 0;
@@ -691,19 +702,14 @@ static int odl_cq_copy(struct odl_file *f, u8 __user *uptr, u32 esize,
 /* the EVENTS_LOST entry for lost events, at entry n of the user's array */
 static int odl_cq_put_lost(u8 __user *uptr, u32 esize, u32 n, u32 lost)
 {
-	const size_t csize = sizeof(struct odl_tb5_completion);
-	struct odl_tb5_completion c = {
+	const struct odl_tb5_completion c = {
 		.type = ODL_TB5_COMP_EVENT,
 		.status = -EOVERFLOW,
 		.length = lost,
 		.flags = ODL_TB5_CF_EVENTS_LOST,
 	};
-	u8 __user *p = uptr + (size_t)n * esize;
 
-	if (copy_to_user(p, &c, min_t(u32, esize, csize)) ||
-	    (esize > csize && clear_user(p + csize, esize - csize)))
-		return -EFAULT;
-	return 0;
+	return odl_cq_put(uptr + (size_t)n * esize, esize, &c);
 }
 
 static long odl_ioc_poll_cq(struct odl_file *f, unsigned long arg)

@@ -278,7 +278,16 @@ static void k_close(struct odl_tb5 *h)
 	h->be_priv = NULL;
 }
 
-static int k_refresh_state(struct odl_tb5 *h)
+/*
+ * The link state from the driver. A device that is gone is down for good;
+ * a link up is taken. "Not connected" after connected counts as down for
+ * good unless transient_ok: after lost events (driver 1.8), which may have
+ * been link changes, a transient "not connected" is not (a resume after an
+ * E2E fallback shows as that and sends no event): a lost LINK_DOWN shows
+ * anyway, in the -ECONNRESET of what was in flight and in the next call's
+ * -ENOTCONN.
+ */
+static int k_read_state(struct odl_tb5 *h, bool transient_ok)
 {
 	struct kpriv *k = K(h);
 	struct odl_tb5_kinfo ki;
@@ -291,9 +300,10 @@ static int k_refresh_state(struct odl_tb5 *h)
 		k->down = true;
 		k->state = ODL_TB5_STATE_DISCONNECTED;
 	} else if (!r) {
-		if (ki.state == K_STATE_CONNECTED)
+		if (ki.state == K_STATE_CONNECTED) {
 			k->state = ODL_TB5_STATE_CONNECTED;
-		else if (k->state == ODL_TB5_STATE_CONNECTED) {
+		} else if (!transient_ok &&
+			   k->state == ODL_TB5_STATE_CONNECTED) {
 			k->down = true;
 			k->state = ODL_TB5_STATE_DISCONNECTED;
 		}
@@ -301,28 +311,9 @@ static int k_refresh_state(struct odl_tb5 *h)
 	return k->state;
 }
 
-/*
- * After lost events (driver 1.8), which may have been link changes: a
- * device that is gone is down for good; a link up again is taken. A
- * transient "not connected" is not (a resume after an E2E fallback shows
- * as that and sends no event): a lost LINK_DOWN shows anyway, in the
- * -ECONNRESET of what was in flight and in the next call's -ENOTCONN.
- */
-static void k_events_lost_state(struct odl_tb5 *h)
+static int k_refresh_state(struct odl_tb5 *h)
 {
-	struct kpriv *k = K(h);
-	struct odl_tb5_kinfo ki;
-	int r;
-
-	if (k->down)
-		return;
-	r = get_info(k->fd, &ki);
-	if (r == -ENODEV) {
-		k->down = true;
-		k->state = ODL_TB5_STATE_DISCONNECTED;
-	} else if (!r && ki.state == K_STATE_CONNECTED) {
-		k->state = ODL_TB5_STATE_CONNECTED;
-	}
+	return k_read_state(h, false);
 }
 
 static int k_wait_peer(struct odl_tb5 *h, int timeout_ms)
@@ -816,7 +807,7 @@ static void k_convert(struct odl_tb5 *h, const struct odl_tb5_kcompletion *kc)
 			 * queued before the loss)
 			 */
 			k_stash_lost(k, kc->status);
-			k_events_lost_state(h);
+			k_read_state(h, true);
 			return;
 		}
 		if (kc->flags & ODL_TB5_CF_LINK_DOWN) {
