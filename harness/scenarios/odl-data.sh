@@ -18,14 +18,16 @@
 # room, none is dropped; then data moves again. A keyed message whose
 # RECV was withdrawn is discarded on arrival (ABI 1.7), not held back. An
 # event that finds its file's completion queue full is counted
-# (events_lost) and reported once the queue is fetched (ABI 1.8: one
-# EVENTS_LOST entry after the completions queued before). The counters read through
+# (events_lost) and reported where the loss happened (ABI 1.8: one
+# EVENTS_LOST entry after the completions queued before the first loss,
+# before those queued after it), and the library reports it as a lost
+# message. The counters read through
 # GET_STATS are the same in sysfs (statistics/, a file each) and in
 # `odl_tb5_cli --list --json`; a reset takes away only the counters the
 # caller's struct holds.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 22
+tap_plan 23
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -132,6 +134,23 @@ overflow_check overflow 68 69 \
 	"b: a lost-message event with the completion queue full is counted (events_lost) and reported after the 1024 queued completions (one EVENTS_LOST entry, -EOVERFLOW; pending: POLLIN)"
 overflow_check overflow-mid 70 71 \
 	"b: the EVENTS_LOST report sits where the event was lost, between the completions queued before and after it"
+# the library's side of it (odl_libvm eventslost): b's handle has the
+# driver's queue filled under it (its own calls cannot: it fetches as it
+# goes), a sends it 5 x 4 MiB as above; the library must report one lost
+# message (-EBADMSG), skip the completions it did not post, stay
+# connected, and then receive the 4 messages held back
+el0=$(odl_stat b events_lost)
+odl_libvm_start b /tmp/el.log --port 72 eventslost 4194304
+wait_for "vm b grep -qE 'ready|odl_libvm exit' /tmp/el.log" 60
+vm a sh -c "setsid /tmp/odl_xfer post -p 73 -q 72 -n 5 -s 4194304 > /tmp/post73.log 2>&1 < /dev/null &"
+desc="b: the library reports the driver's EVENTS_LOST as one lost message (-EBADMSG), stays connected, then receives the messages held back"
+if wait_for "vm b grep -q 'odl_libvm exit' /tmp/el.log" 240 >&2 && vm b grep -q 'odl_libvm exit 0' /tmp/el.log &&
+	[ "$(odl_stat b events_lost)" = $((el0 + 1)) ]; then
+	ok "$desc" "$(vm b cat /tmp/el.log)" "a: $(vm a cat /tmp/post73.log)"
+else
+	not_ok "$desc" "b: $(vm b cat /tmp/el.log 2>&1)" "events_lost before $el0, after: $(vm b /tmp/odl_xfer stats 2>&1)" \
+		"a: $(vm a cat /tmp/post73.log 2>&1)" "$(vm b dmesg | tail -n 20)"
+fi
 # no room, and dropping the stale held back messages would not make it:
 # none of them is dropped (a driver that dropped them for nothing loses
 # the first message here). With rx_stall_ms 10 s on b, a sends 1 MiB,
@@ -208,7 +227,7 @@ for v in a b; do
 			"$(stats_three_ways $v 2>&1)" "$(cat "$VMPAIR_STATE/sysfs-$v")"
 	fi
 done
-ODL_EXPECT_DROPS=4 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the four messages held back too long" b
+ODL_EXPECT_DROPS=5 odl_check_rx_stats "b: no seq/len/descriptor errors, no drops but the five messages held back too long" b
 # a stats reset takes away only what the caller's struct holds: one built
 # for ABI 1.0 (168 bytes, up to no_port) resets drops but not rx_cancelled
 # (1.7); a full-size reset then takes rx_cancelled too. (That a reset keeps

@@ -45,6 +45,19 @@
  *       between its looks kept it out until the send gave up, 30 s). Then
  *       "stalled" is printed: the peer may receive, and every send must
  *       complete with status 0
+ *   odl_libvm [--device N] [--port P] eventslost SIZE
+ *       the library's handling of the driver's EVENTS_LOST report (ABI
+ *       1.8). The library fetches as it goes, so its own calls cannot fill
+ *       the driver's completion queue: this fills it under the library,
+ *       on the handle's file (odl_tb5_fd), with keyed RECVs posted and
+ *       withdrawn until the driver has no room (cookies the library does
+ *       not know: it must skip them), prints "ready" and waits up to 180 s
+ *       for the device to count a lost event (the peer sends messages of
+ *       SIZE to the port, which has no receive; the oldest is dropped after
+ *       rx_stall_ms and its lost-message event finds no room). Then
+ *       odl_tb5_poll must report one lost message (-EBADMSG) and then
+ *       nothing, the handle must still be connected, and the messages held
+ *       back meanwhile (--count, default 4) must arrive, SIZE bytes each
  *   odl_libvm [--device N] [--port P] [--count N] --go FILE recvmany SIZE
  *       the peer of slotwait: print "ready", wait up to 300 s for FILE to
  *       exist, then receive N messages (8 receives posted at a time) and
@@ -55,6 +68,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -63,6 +77,25 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* the driver's uapi, for eventslost's raw calls on the library's file: its
+ * names that clash with the library's public header are kept apart
+ */
+#define odl_tb5_info odl_tb5_kinfo
+#define odl_tb5_completion odl_tb5_kcompletion
+#define odl_tb5_stats odl_tb5_kstats
+#include "odl_tb5_uapi.h"
+#undef odl_tb5_info
+#undef odl_tb5_completion
+#undef odl_tb5_stats
+#undef ODL_TB5_STATE_CONNECTED
+#undef ODL_TB5_STATE_DISCONNECTED
+#undef ODL_TB5_FEAT_E2E
+#undef ODL_TB5_FEAT_KEYED
+#undef ODL_TB5_F_URGENT
+#undef ODL_TB5_URGENT_MAX
+#undef ODL_TB5_MAX_BUFS
+#undef ODL_TB5_MAX_PORT
 
 #include "odl_tb5/odl_tb5.h"
 
@@ -577,10 +610,117 @@ static int do_stagecancel(int dev, uint64_t size, long long frames)
 	return 0;
 }
 
+/* eventslost: fill the driver's completion queue of the handle's file
+ * under the library (keyed RECVs into memory of our own, posted and
+ * withdrawn, cookies above any the library uses) until the driver takes no
+ * more RECVs; the number queued, or -1
+ */
+#define EL_KEY0 1000u
+#define EL_COOKIE0 (1ull << 40)
+static long fill_cq(int fd)
+{
+	static uint8_t mem[4096] __attribute__((aligned(4096)));
+	struct odl_tb5_mem_reg mr = {
+		.size = sizeof(mr), .flags = ODL_TB5_MEM_RX,
+		.addr = (uintptr_t)mem, .length = sizeof(mem),
+	};
+	long n;
+
+	if (ioctl(fd, ODL_TB5_IOC_MEM_REG, &mr)) {
+		fail("MEM_REG on the handle's file", -errno);
+		return -1;
+	}
+	for (n = 0; n <= 2048; n++) {
+		struct odl_tb5_recv rv = {
+			.size = sizeof(rv), .flags = ODL_TB5_F_HANDLE,
+			.buf_id = mr.handle, .capacity = 64,
+			.cookie = EL_COOKIE0 + (uint64_t)n,
+			.key = EL_KEY0 + (uint32_t)n,
+		};
+		struct odl_tb5_cancel cn = { .size = sizeof(cn), .key = rv.key };
+
+		if (ioctl(fd, ODL_TB5_IOC_RECV, &rv)) {
+			if (errno == EAGAIN)
+				return n;	/* the queue is full */
+			fail("RECV on the handle's file", -errno);
+			return -1;
+		}
+		if (ioctl(fd, ODL_TB5_IOC_CANCEL, &cn)) {
+			fail("CANCEL on the handle's file", -errno);
+			return -1;
+		}
+	}
+	fprintf(stderr, "odl_libvm: the driver took %ld RECVs with nothing fetched\n", n);
+	return -1;
+}
+
+static int do_eventslost(int dev, uint64_t size, long long count)
+{
+	struct odl_tb5_completion c;
+	long long el0, v;
+	long queued;
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_RECV, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	/* anything the driver queued so far (a link event) into the library */
+	while ((r = odl_tb5_poll(h, &c, 1, 0, 0)) == 1)
+		;
+	if (r != -EAGAIN)
+		return fail("poll before the test", r < 0 ? r : 0);
+	el0 = dev_stat(dev, "events_lost");
+	if (el0 < 0)
+		return fail("read statistics/events_lost in sysfs", 0);
+	queued = fill_cq(odl_tb5_fd(h));
+	if (queued < 0)
+		return 1;
+	printf("%ld withdrawn RECVs queued, the driver's queue full\nready\n", queued);
+	fflush(stdout);
+	v = wait_stat(dev, "events_lost", el0 + 1, 180000);
+	if (v < el0 + 1)
+		return fail("no event lost in 180 s", 0);
+	r = odl_tb5_poll(h, &c, 1, 30000, 0);
+	printf("events_lost %lld -> %lld; poll returned %d (%s)\n", el0, v, r,
+	       r < 0 ? odl_tb5_strerror(r) : r ? "a completion" : "nothing");
+	if (r == 1)
+		fprintf(stderr, "odl_libvm: op %u cookie %" PRIu64 " status %d length %" PRIu64
+			" came in place of the lost-message report\n",
+			c.op, c.cookie, c.status, c.length);
+	if (r != -EBADMSG)
+		return fail("the EVENTS_LOST report was not a lost message (-EBADMSG)", 0);
+	r = odl_tb5_poll(h, &c, 1, 0, 0);
+	if (r != -EAGAIN)
+		return fail("after the report poll must find nothing", r < 0 ? r : 0);
+	r = odl_tb5_state(h);
+	if (r != ODL_TB5_STATE_CONNECTED)
+		return fail("the handle is no longer connected after the report", r < 0 ? r : 0);
+	for (long long i = 0; i < count; i++) {
+		r = odl_tb5_post_recv(h, id, 0, size, 100 + (uint64_t)i, 0);
+		if (r)
+			return fail("post a receive after the report", r);
+		r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
+		if (r != 1)
+			return fail("a message held back meanwhile", r < 0 ? r : 0);
+		if (c.op != ODL_TB5_OP_RECV || c.cookie != 100 + (uint64_t)i || c.status ||
+		    c.length != size) {
+			fprintf(stderr, "odl_libvm: completion op %u cookie %" PRIu64 " status %d"
+				" length %" PRIu64 " (want receive %lld, %" PRIu64 " bytes)\n",
+				c.op, c.cookie, c.status, c.length, i, size);
+			return 1;
+		}
+	}
+	printf("one lost message reported, still connected, then the %lld messages held back "
+	       "received\n", count);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int port = 1;
-	long long frames = 0, count = 512;
+	long long frames = 0, count = 0;
 	const char *go = NULL;
 	int dev = 0, i = 1, r;
 	const char *mode;
@@ -604,10 +744,11 @@ int main(int argc, char **argv)
 	if (argc - i != 2 || (strcmp(argv[i], "recv") && strcmp(argv[i], "shared") &&
 			      strcmp(argv[i], "batchcancel") && strcmp(argv[i], "sendkey") &&
 			      strcmp(argv[i], "stagecancel") && strcmp(argv[i], "sendkeyed") &&
-			      strcmp(argv[i], "slotwait") && strcmp(argv[i], "recvmany"))) {
+			      strcmp(argv[i], "slotwait") && strcmp(argv[i], "recvmany") &&
+			      strcmp(argv[i], "eventslost"))) {
 		fprintf(stderr, "usage: odl_libvm [--device N] [--port P] [--frames F] [--count N] "
 			"[--go FILE] recv|shared|batchcancel|sendkey|stagecancel|sendkeyed|"
-			"slotwait|recvmany SIZE\n");
+			"slotwait|recvmany|eventslost SIZE\n");
 		return 2;
 	}
 	errno = 0;
@@ -619,6 +760,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mode = argv[i];
+	if (!count)
+		count = !strcmp(mode, "eventslost") ? 4 : 512;
 	if (!strcmp(mode, "stagecancel") && (frames < 2 || frames > 1000000)) {
 		fprintf(stderr, "odl_libvm: stagecancel needs --frames 2..1000000\n");
 		return 2;
@@ -645,6 +788,8 @@ int main(int argc, char **argv)
 		r = do_slotwait(size, count);
 	else if (!r && !strcmp(mode, "recvmany"))
 		r = do_recvmany(size, count, go);
+	else if (!r && !strcmp(mode, "eventslost"))
+		r = do_eventslost(dev, size, count);
 	else if (!r)
 		r = do_sendkey(size, false);
 	odl_tb5_close(h);
