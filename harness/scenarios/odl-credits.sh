@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# odl-credits: E2E credits lost on the cable, on the quirk-free generic
+# profile (no controller bug: the loss is the cable's, `cable fault
+# withhold-credits`, docs/link-protocol.md section 6). The cable swallows
+# every 2nd CREDIT message for the HopID a's odl_tb5 data travels on
+# (b -> a): a's count of b's free descriptors drifts below the truth until
+# it reaches 0 while b has nothing left to grant.
+# 1. e2e=on: a transfer a -> b larger than two credit windows wedges; a's
+#    watchdog counts the wedge (tx_wedges) and, with e2e=on, does not fall
+#    back (still hardware E2E).
+# 2. e2e=auto: the transfer under way starts on hardware E2E, wedges, a's
+#    watchdog falls back to software credits (logged and counted), b
+#    follows, and both are on sw-credits afterwards. The message under way
+#    when b follows may fail on b with -ECONNRESET (the follower takes the
+#    fallback for a new peer: docs/uapi.md); nothing arrives corrupted
+#    either way. Then, the rule still on, a second transfer is verified:
+#    software credits travel as odl_tb5 frames, not as CREDIT messages.
+# 3. dmesg clean on both but for the fallback's warning.
+# Needs build/driver (make driver), or ODL_BUILD_DRIVER for NAME@KERNEL.
+. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/odl-lib.sh"
+tap_plan 8
+tap_timeout 2400
+odl_need_build
+pair_up
+
+SYS=/sys/class/odl_tb5/odl_tb5_0
+# 48 x 1 MiB: 12288 frames, more than two credit windows (4096 frames)
+N=48
+mit() { vm "$1" cat $SYS/mitigations 2>&1; }
+mit_key() { mit "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+withheld() {
+	"$VMPAIR" cable status | python3 -c 'import json, sys
+print(json.load(sys.stdin)["faults"]["credits_withheld"])'
+}
+FALLBACK_MSG="TX ring wedged with E2E flow control; falling back to software credits"
+
+# load_both PARAMS...: odl_tb5 on both with PARAMS, both logged in, and
+# the withhold rule on the HopID a's data takes (b -> a, every 2nd)
+load_both() {
+	local v hop
+	for v in a b; do
+		vm $v dmesg -c >/dev/null
+		odl_put $v && odl_load $v "$@" || bail_out "cannot load odl_tb5 $* on $v"
+	done
+	odl_wait_connected a 120 && odl_wait_connected b 120 ||
+		bail_out "$*: no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
+	hop=$(odl_data_hop a)
+	"$VMPAIR" cable fault clear >/dev/null &&
+		"$VMPAIR" cable fault withhold-credits hop=$hop dir=b2a every=2 >/dev/null ||
+		bail_out "cable fault withhold-credits hop=$hop failed"
+	diag "$*: flow_control $(odl_flow a)/$(odl_flow b), a's data HopID $hop, every 2nd CREDIT b -> a swallowed"
+}
+# xfer SECS PORT_A PORT_B: N x 1 MiB a -> b (odl_xfer send/recv), the
+# sender bounded to SECS; sets XFER_RC, XFER_OUT (both ends' output)
+xfer() {
+	local secs=$1 pa=$2 pb=$3
+	vm b sh -c "rm -f /tmp/rx.$pb; setsid /tmp/odl_xfer recv -p $pb -q $pa -n $N -s 1048576 > /tmp/rx.$pb 2>&1 < /dev/null &"
+	wait_for "vm b grep -q ready /tmp/rx.$pb" 30 || bail_out "the receiver on b did not start" "$(vm b cat /tmp/rx.$pb)"
+	XFER_OUT=$("$VMPAIR" exec a --timeout "$secs" -- /tmp/odl_xfer send -p "$pa" -q "$pb" -n $N -s 1048576 2>&1)
+	XFER_RC=$?
+	# the receiver ends (all received, or a failed message) or is stopped
+	wait_for "vm b grep -q received /tmp/rx.$pb || ! vm b pidof odl_xfer" 60 >&2
+	for v in a b; do vm $v sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'; done
+	wait_for "! vm a pidof odl_xfer && ! vm b pidof odl_xfer" 30 >&2
+	XFER_OUT="a: $XFER_OUT
+b: $(vm b cat /tmp/rx.$pb)"
+}
+# a message received with wrong bytes, or complete (status 0) with a wrong length
+corrupted() { echo "$XFER_OUT" | grep -E "byte [0-9]+ is 0x|status 0 length"; }
+
+# --- 1. e2e=on: the credits run out, the TX ring wedges, no fallback ---
+load_both e2e=on tx_wedge_ms=3000
+c0=$(withheld)
+xfer 150 7 9
+c1=$(withheld)
+diag "e2e=on: transfer exit $XFER_RC; credits withheld $c0 -> $c1; a: $(mit a)"
+if [ "$XFER_RC" != 0 ] && ! echo "$XFER_OUT" | grep -q 'all acknowledged' &&
+	[ "$c1" -gt "$c0" ] && [ "$(mit_key a tx_wedges)" -ge 1 ] 2>/dev/null; then
+	ok "e2e=on: every 2nd credit b -> a lost ($c0 -> $c1 withheld): $N x 1 MiB a -> b wedges, a's watchdog counts it" \
+		"$XFER_OUT" "a: $(mit a)"
+else
+	not_ok "e2e=on: every 2nd credit b -> a lost: $N x 1 MiB a -> b wedges, a's watchdog counts it" \
+		"exit $XFER_RC, credits withheld $c0 -> $c1" "$XFER_OUT" "a: $(mit a)" "$("$VMPAIR" cable status)"
+fi
+if [ "$(mit_key a e2e_fallbacks)/$(mit_key b e2e_fallbacks)" = 0/0 ] &&
+	[ "$(odl_flow a)/$(odl_flow b)" = e2e/e2e ] &&
+	! vm a sh -c "dmesg | grep -q 'falling back to software credits'"; then
+	ok "e2e=on: no fallback (both still on hardware E2E)" "a: $(mit a)" "b: $(mit b)"
+else
+	not_ok "e2e=on: no fallback (both still on hardware E2E)" "a: $(mit a)" "b: $(mit b)" \
+		"flow $(odl_flow a)/$(odl_flow b)"
+fi
+"$VMPAIR" cable fault clear >/dev/null
+for v in a b; do
+	odl_unload $v || bail_out "cannot unload odl_tb5 on $v" "$(vm $v sh -c 'dmesg | tail -n 20')"
+done
+
+# --- 2. e2e=auto: the wedge falls back to software credits -------------
+load_both e2e=auto tx_wedge_ms=3000
+check "e2e=auto: both logged in on hardware E2E" [ "$(odl_flow a)/$(odl_flow b)" = e2e/e2e ]
+c0=$(withheld)
+xfer 900 17 19
+c1=$(withheld)
+diag "e2e=auto: transfer exit $XFER_RC; credits withheld $c0 -> $c1"
+desc="e2e=auto: $N x 1 MiB a -> b with every 2nd credit b -> a lost: verified, or the message under way when b followed failed with -ECONNRESET; nothing corrupted"
+if [ -z "$(corrupted)" ] && [ "$c1" -gt "$c0" ] &&
+	{ { [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; } ||
+		echo "$XFER_OUT" | grep -q 'status -104 '; }; then
+	ok "$desc" "exit $XFER_RC, credits withheld $c0 -> $c1" "$XFER_OUT"
+else
+	not_ok "$desc" "exit $XFER_RC, credits withheld $c0 -> $c1" "$XFER_OUT" \
+		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 15')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 15')"
+fi
+# b follows once a logs in again: wait for both to be connected
+odl_wait_connected a 120 && odl_wait_connected b 120
+fa=$(odl_flow a) fb=$(odl_flow b)
+if vm a sh -c "dmesg | grep -q '$FALLBACK_MSG'" && [ "$(mit_key a e2e_fallbacks)" -ge 1 ] 2>/dev/null &&
+	[ "$fa/$fb" = sw-credits/sw-credits ]; then
+	ok "e2e=auto: a fell back (logged, counted), both sides on software credits" "a: $(mit a)" "b: $(mit b)"
+else
+	not_ok "e2e=auto: a fell back (logged, counted), both sides on software credits" \
+		"flow $fa/$fb" "a: $(mit a)" "b: $(mit b)" "a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 15')"
+fi
+c0=$(withheld)
+xfer 900 27 29
+c1=$(withheld)
+if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
+	ok "sw-credits, the rule still on: $N x 1 MiB a -> b verified (credits withheld $c0 -> $c1)" "$XFER_OUT"
+else
+	not_ok "sw-credits, the rule still on: $N x 1 MiB a -> b verified" "exit $XFER_RC" "$XFER_OUT" \
+		"a: $(mit a)" "b: $(mit b)"
+fi
+"$VMPAIR" cable fault clear >/dev/null
+
+# --- 3. nothing else went wrong -----------------------------------------
+for v in a b; do
+	out=$(odl_dmesg_problems $v | grep -vF "$FALLBACK_MSG")
+	if [ -z "$out" ]; then
+		ok "$v: dmesg clean but for the fallback's warning"
+	else
+		not_ok "$v: dmesg clean but for the fallback's warning" "$out"
+	fi
+done
+tap_done
