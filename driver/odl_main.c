@@ -1551,6 +1551,40 @@ static bool odl_resume_abort(struct odl_dev *dev)
 }
 
 /*
+ * A fallback takes the frames held back for a RECV off the ring, and no
+ * LINK_DOWN tells the files: each message that starts among them is
+ * reported lost to its port, as a stale one would be (dev->lock held).
+ * Headers are the peer's: only a well-formed first frame counts.
+ */
+static void odl_rx_held_lost(struct odl_dev *dev)
+{
+	const struct odl_frame_hdr *h;
+	struct odl_frame *fr;
+	u32 size;
+	u16 dst;
+
+	list_for_each_entry(fr, &dev->rx_held, list) {
+		h = fr->buf;
+		size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
+		if ((fr->frame.flags &
+		     (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN)) ||
+		    size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
+		    le32_to_cpu(h->magic) != ODL_FRAME_MAGIC || le32_to_cpu(h->offset) ||
+		    !le32_to_cpu(h->msg_len))
+			continue;
+		dst = le16_to_cpu(h->dst_port);
+		if (!dst || dst > ODL_TB5_MAX_PORT ||
+		    odl_rx_failed_has(dev, le32_to_cpu(h->msg_id), dst,
+				      le32_to_cpu(h->key), false))
+			continue;
+		if (dev->ports[dst])
+			odl_drop_msg(dev, dev->ports[dst]);
+		else
+			dev->stats.drops++;
+	}
+}
+
+/*
  * The rings of a connection that is over (connected and rx_stalled already
  * false): both stopped, the input HopID given back, the replay work done;
  * returns with dev->lock taken and nothing held back on RX. conn_lock
@@ -1569,6 +1603,8 @@ static void odl_rings_stop_lock(struct odl_dev *dev)
 	cancel_delayed_work_sync(&dev->rx_replay);
 
 	spin_lock(&dev->lock);
+	if (dev->resuming)
+		odl_rx_held_lost(dev);
 	/* held frames are off the ring; the next connect posts every frame */
 	INIT_LIST_HEAD(&dev->rx_held);
 	dev->rx_stalled = false;

@@ -9,18 +9,24 @@
 # 1. e2e=on: a transfer a -> b larger than two credit windows wedges; a's
 #    watchdog counts the wedge (tx_wedges) and, with e2e=on, does not fall
 #    back (still hardware E2E).
-# 2. e2e=auto: the transfer under way starts on hardware E2E, wedges, a's
-#    watchdog falls back to software credits (logged and counted), b
-#    follows, and both are on sw-credits afterwards. The message under way
-#    when b follows may fail on b with -ECONNRESET (the follower takes the
-#    fallback for a new peer: docs/uapi.md); nothing arrives corrupted
-#    either way. Then, the rule still on, a second transfer is verified:
-#    software credits travel as odl_tb5 frames, not as CREDIT messages.
+# 2. e2e=auto: first a's RX ring is held (b posts 6 x 4 MiB to a port
+#    on a with no RECV: 4 are staged aside, 2 stay on the ring). Then a
+#    one-way transfer a -> b (flood/sink) starts on hardware E2E, wedges,
+#    a's watchdog falls back to software credits (logged and counted), b
+#    follows, and both are on sw-credits afterwards. All is sent and b gets
+#    every message intact, in order; one b was receiving when it followed
+#    may fail with -ECONNRESET and come again (b takes the fallback for a
+#    new peer: docs/uapi.md). The fallback took a's held frames off its
+#    ring: the 2 messages among them are reported lost to their port (an
+#    -ENOBUFS lost-message event each) and counted in drops (until
+#    2026-12-01 they vanished without a word). Then, the rule still on, a
+#    second transfer is verified: software credits travel as odl_tb5
+#    frames, not as CREDIT messages.
 # 3. dmesg clean on both but for the fallback's warning.
 # Needs build/driver (make driver), or ODL_BUILD_DRIVER for NAME@KERNEL.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 8
+tap_plan 10
 tap_timeout 2400
 odl_need_build
 pair_up
@@ -67,8 +73,6 @@ xfer() {
 	XFER_OUT="a: $XFER_OUT
 b: $(vm b cat /tmp/rx.$pb)"
 }
-# a message received with wrong bytes, or complete (status 0) with a wrong length
-corrupted() { echo "$XFER_OUT" | grep -E "byte [0-9]+ is 0x|status 0 length"; }
 
 # --- 1. e2e=on: the credits run out, the TX ring wedges, no fallback ---
 load_both e2e=on tx_wedge_ms=3000
@@ -100,17 +104,43 @@ done
 # --- 2. e2e=auto: the wedge falls back to software credits -------------
 load_both e2e=auto tx_wedge_ms=3000
 check "e2e=auto: both logged in on hardware E2E" [ "$(odl_flow a)/$(odl_flow b)" = e2e/e2e ]
-c0=$(withheld)
-xfer 900 17 19
-c1=$(withheld)
-diag "e2e=auto: transfer exit $XFER_RC; credits withheld $c0 -> $c1"
-desc="e2e=auto: $N x 1 MiB a -> b with every 2nd credit b -> a lost: verified, or the message under way when b followed failed with -ECONNRESET; nothing corrupted"
-if [ -z "$(corrupted)" ] && [ "$c1" -gt "$c0" ] &&
-	{ { [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; } ||
-		echo "$XFER_OUT" | grep -q 'status -104 '; }; then
-	ok "$desc" "exit $XFER_RC, credits withheld $c0 -> $c1" "$XFER_OUT"
+# a's RX ring held at the fallback: port 40 bound on a with no RECV, b
+# posts 6 x 4 MiB to it: 4 are staged aside (16 MiB), 2 stay on a's ring
+# (rx_stall_ms long enough that none is dropped as stale)
+vm a sh -c 'echo 600000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
+vm a sh -c "rm -f /tmp/hold.log; setsid /tmp/odl_xfer hold -p 40 -t 1800 > /tmp/hold.log 2>&1 < /dev/null &"
+wait_for "vm a grep -q ready /tmp/hold.log" 30 || bail_out "odl_xfer hold did not start on a" "$(vm a cat /tmp/hold.log)"
+rs0=$(odl_stat a rx_stalls) dr0=$(odl_stat a drops)
+post_out=$("$VMPAIR" exec b --timeout 300 -- /tmp/odl_xfer post -p 41 -q 40 -n 6 -s 4194304 2>&1)
+post_rc=$?
+if [ $post_rc = 0 ] && wait_for "[ \$(odl_stat a rx_stalls) -gt $rs0 ]" 60 >&2; then
+	ok "e2e=auto: b sent 6 x 4 MiB to a's port 40, which has no RECV: a's RX ring holds the last of them" \
+		"$post_out" "a: rx_stalls $rs0 -> $(odl_stat a rx_stalls)"
 else
-	not_ok "$desc" "exit $XFER_RC, credits withheld $c0 -> $c1" "$XFER_OUT" \
+	not_ok "e2e=auto: b sent 6 x 4 MiB to a's port 40, which has no RECV: a's RX ring holds the last of them" \
+		"exit $post_rc: $post_out" "a: $(vm a /tmp/odl_xfer stats 2>&1)"
+fi
+# a -> b one way (a's ring is held, so no acks): flood/sink, which
+# account for every report (never twice, never out of order, never wrong)
+vm b sh -c "rm -f /tmp/sink.log; setsid /tmp/odl_xfer sink -p 19 -q 17 -n $N -s 1048576 -t 120 > /tmp/sink.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/sink.log" 30 || bail_out "odl_xfer sink did not start on b" "$(vm b cat /tmp/sink.log)"
+c0=$(withheld)
+flood_out=$("$VMPAIR" exec a --timeout 900 -- /tmp/odl_xfer flood -p 17 -q 19 -n $N -s 1048576 2>&1)
+flood_rc=$?
+wait_for "vm b grep -q 'sink: $N messages' /tmp/sink.log" 180 >&2
+c1=$(withheld)
+sink_out=$(vm b cat /tmp/sink.log)
+diag "e2e=auto: flood exit $flood_rc; credits withheld $c0 -> $c1"
+sink_n() { echo "$sink_out" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
+s_ok=$(sink_n ok) s_failed=$(sink_n failed) s_bad=$(sink_n bad)
+desc="e2e=auto: $N x 1 MiB a -> b with every 2nd credit b -> a lost: all sent; b got each intact (a message b was receiving when it followed failed with -ECONNRESET, then came again); nothing wrong"
+if [ $flood_rc = 0 ] && [ "$c1" -gt "$c0" ] && [ "${s_bad:-x}" = 0 ] &&
+	echo "$sink_out" | grep -q "EPROTO=0 EIO=0 EBADMSG=0 EMSGSIZE=0 " &&
+	[ "${s_ok:-0}" -ge $((N - ${s_failed:-0})) ] && [ "$s_ok" -ge $((N - 1)) ] &&
+	! echo "$sink_out" | grep -q "bad delivery\|wrong bytes"; then
+	ok "$desc" "credits withheld $c0 -> $c1" "a: $flood_out" "b: $sink_out"
+else
+	not_ok "$desc" "exit $flood_rc, credits withheld $c0 -> $c1" "a: $flood_out" "b: $sink_out" \
 		"a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 15')" "b: $(vm b sh -c 'dmesg | grep odl_tb5 | tail -n 15')"
 fi
 # b follows once a logs in again: wait for both to be connected
@@ -122,6 +152,19 @@ if vm a sh -c "dmesg | grep -q '$FALLBACK_MSG'" && [ "$(mit_key a e2e_fallbacks)
 else
 	not_ok "e2e=auto: a fell back (logged, counted), both sides on software credits" \
 		"flow $fa/$fb" "a: $(mit a)" "b: $(mit b)" "a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 15')"
+fi
+# the fallback took a's held frames off its ring: the 2 messages among
+# them are reported lost to port 40's file (the 4 staged stay), counted
+lost=$(vm a grep -c "^event status -105 " /tmp/hold.log)
+dr1=$(odl_stat a drops)
+vm a sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'
+wait_for "! vm a pidof odl_xfer" 30 >&2
+if [ "$lost" = 2 ] && [ "$dr1" = $((dr0 + 2)) ]; then
+	ok "e2e=auto: the 2 messages held on a's ring at the fallback were reported lost to port 40 (-ENOBUFS events), drops $dr0 -> $dr1" \
+		"$(vm a cat /tmp/hold.log)"
+else
+	not_ok "e2e=auto: the 2 messages held on a's ring at the fallback were reported lost to port 40, and counted" \
+		"lost-message events: $lost, drops $dr0 -> $dr1" "$(vm a cat /tmp/hold.log)" "$(vm a /tmp/odl_xfer stats 2>&1)"
 fi
 c0=$(withheld)
 xfer 900 27 29
