@@ -1217,8 +1217,9 @@ static void odl_rx_replay_work(struct work_struct *work)
 		dev->rx_unposted++;
 		n++;
 	}
-	if (!dev->connected)
-		list_splice_init(&dev->rx_held, &done);
+	/* not connected: the held frames stay for odl_rings_stop_lock (a
+	 * fallback reports their messages there)
+	 */
 	spin_unlock(&dev->lock);
 	list_for_each_entry_safe(fr, fn, &done, list) {
 		list_del_init(&fr->list);
@@ -1552,16 +1553,17 @@ static bool odl_resume_abort(struct odl_dev *dev)
 
 /*
  * A fallback takes the frames held back for a RECV off the ring, and no
- * LINK_DOWN tells the files: each message that starts among them is
- * reported lost to its port, as a stale one would be (dev->lock held).
- * Headers are the peer's: only a well-formed first frame counts.
+ * LINK_DOWN tells the files: each message that starts among them failed,
+ * reported to its port as any message that fails on the way is (its
+ * RECV, or the next one posted, gets -ECONNRESET; dev->lock held). The
+ * headers are the peer's: only a well-formed first frame counts.
  */
 static void odl_rx_held_lost(struct odl_dev *dev)
 {
 	const struct odl_frame_hdr *h;
 	struct odl_frame *fr;
-	u32 size;
-	u16 dst;
+	u32 size, msg_len, plen, key;
+	u16 dst, src;
 
 	list_for_each_entry(fr, &dev->rx_held, list) {
 		h = fr->buf;
@@ -1569,28 +1571,36 @@ static void odl_rx_held_lost(struct odl_dev *dev)
 		if ((fr->frame.flags &
 		     (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN)) ||
 		    size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
-		    le32_to_cpu(h->magic) != ODL_FRAME_MAGIC || le32_to_cpu(h->offset) ||
-		    !le32_to_cpu(h->msg_len))
+		    (fr->frame.eof != ODL_PDF_EOF_MID &&
+		     fr->frame.eof != ODL_PDF_EOF_LAST) ||
+		    le32_to_cpu(h->magic) != ODL_FRAME_MAGIC ||
+		    le32_to_cpu(h->offset))
 			continue;
+		msg_len = le32_to_cpu(h->msg_len);
+		plen = le32_to_cpu(h->payload_len);
+		key = le32_to_cpu(h->key);
 		dst = le16_to_cpu(h->dst_port);
-		if (!dst || dst > ODL_TB5_MAX_PORT ||
-		    odl_rx_failed_has(dev, le32_to_cpu(h->msg_id), dst,
-				      le32_to_cpu(h->key), false))
+		src = le16_to_cpu(h->src_port);
+		if (!msg_len || msg_len > ODL_MAX_MSG ||
+		    plen != size - ODL_HDR_SIZE || plen > msg_len ||
+		    (key && !(dev->features & ODL_TB5_FEAT_KEYED)) ||
+		    !dst || dst > ODL_TB5_MAX_PORT ||
+		    !src || src > ODL_TB5_MAX_PORT ||
+		    odl_rx_failed_has(dev, le32_to_cpu(h->msg_id), dst, key,
+				      false))
 			continue;
-		if (dev->ports[dst])
-			odl_drop_msg(dev, dev->ports[dst]);
-		else
-			dev->stats.drops++;
+		odl_deliver_error(dev, dst, src, key, -ECONNRESET);
 	}
 }
 
 /*
  * The rings of a connection that is over (connected and rx_stalled already
  * false): both stopped, the input HopID given back, the replay work done;
- * returns with dev->lock taken and nothing held back on RX. conn_lock
- * held.
+ * returns with dev->lock taken and nothing held back on RX; with
+ * @report_held (a fallback's) the messages held are reported failed
+ * first. conn_lock held.
  */
-static void odl_rings_stop_lock(struct odl_dev *dev)
+static void odl_rings_stop_lock(struct odl_dev *dev, bool report_held)
 	__acquires(&dev->lock)
 {
 	/* both return only after every callback ran (canceled) */
@@ -1603,7 +1613,7 @@ static void odl_rings_stop_lock(struct odl_dev *dev)
 	cancel_delayed_work_sync(&dev->rx_replay);
 
 	spin_lock(&dev->lock);
-	if (dev->resuming)
+	if (report_held)
 		odl_rx_held_lost(dev);
 	/* held frames are off the ring; the next connect posts every frame */
 	INIT_LIST_HEAD(&dev->rx_held);
@@ -1633,7 +1643,7 @@ static void odl_disconnect(struct odl_dev *dev, const char *why)
 	tb_xdomain_disable_paths(dev->xd, dev->local_transmit_path,
 				 dev->tx_ring->hop, dev->remote_transmit_path,
 				 dev->rx_ring->hop);
-	odl_rings_stop_lock(dev);
+	odl_rings_stop_lock(dev, resuming);
 	if (resuming)
 		odl_requeue_sends(dev);
 	else
@@ -1796,7 +1806,7 @@ static void odl_try_connect(struct odl_dev *dev)
 		dev->rx_stalled = false;
 		spin_unlock(&dev->lock);
 		/* as after a disconnect: nothing of this attempt stays */
-		odl_rings_stop_lock(dev);
+		odl_rings_stop_lock(dev, false);
 		odl_rx_abort(dev, -ECONNRESET, false);
 		/* a resume ends here; else the SENDs taken since connected
 		 * was set fail (no LINK_UP was sent for this attempt)

@@ -12,7 +12,7 @@
  *   odl_xfer ksend  [-d DEV] -p PORT -q PEERPORT -n COUNT -s SIZES [-U]
  *   odl_xfer urecv  [-d DEV] -p PORT -q PEERPORT -g GOFILE [-N]
  *   odl_xfer usend  [-d DEV] -p PORT -q PEERPORT [-N]
- *   odl_xfer hold   [-d DEV] -p PORT [-t SECONDS]
+ *   odl_xfer hold   [-d DEV] -p PORT [-t SECONDS] [-g GOFILE -n COUNT -s SIZE]
  *   odl_xfer kick   [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer overflow [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer overflow-mid [-d DEV] -p PORT [-t SECONDS]
@@ -47,6 +47,10 @@
  * hold: binds PORT and posts nothing for SECONDS (-t, default 15), so
  * messages to it wait in the driver and then hold the RX ring; it prints
  * "ready" once bound, and at the end how many lost-message events it got.
+ * With -g, once GOFILE exists it receives COUNT messages, one RECV at a
+ * time, and prints each one's status and length and whether its bytes
+ * are message k's (as post sent them); exit 1 if a message delivered
+ * whole had wrong bytes.
  * kick: binds PORT and for SECONDS posts and cancels a keyed RECV every
  * 200 ms (each post wakes the driver's held RX frames), "ready" once
  * bound, at the end the number of posts.
@@ -86,6 +90,7 @@
 static const char *devpath = "/dev/odl_tb5_0";
 static int port, peer_port, count = 10;
 static int idle_s = 15; /* -t: sink idle end, hold/kick duration */
+static const char *go_file;	/* -g: urecv, hold */
 static uint64_t sizes[64];
 static int nsizes;
 static int use_dmabuf;	/* -D: data through a DMA-buf from odl_dmabuf_exp */
@@ -597,6 +602,40 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* hold -g: COUNT messages, one RECV at a time (events printed) */
+static int hold_receive(struct chan *c, uint64_t bufsize)
+{
+	uint32_t rx0 = c->bs.tx_count;
+	int k, bad = 0;
+
+	for (k = 0; k < count; k++) {
+		struct odl_tb5_completion e;
+		const char *what = "";
+
+		post_recv(c, rx0, 0, bufsize, k);
+		do {
+			e = next_comp(c);
+		} while (e.type != ODL_TB5_COMP_RECV);
+		if (e.cookie != (uint64_t)k) {
+			fprintf(stderr, "hold: receive %d completed as %llu\n", k,
+				(unsigned long long)e.cookie);
+			return 1;
+		}
+		if (!e.status) {
+			if (check(buf_ptr(c, rx0), e.length, (uint32_t)k)) {
+				what = " wrong bytes";
+				bad++;
+			} else {
+				what = " verified";
+			}
+		}
+		printf("recv %d: status %d length %llu%s\n", k, e.status,
+		       (unsigned long long)e.length, what);
+		fflush(stdout);
+	}
+	return bad ? 1 : 0;
+}
+
 static int cmd_hold(void)
 {
 	double end = mono_s() + idle_s;
@@ -608,10 +647,12 @@ static int cmd_hold(void)
 	struct chan c;
 	int lost = 0;
 
-	chan_open(&c, 4096);
+	chan_open(&c, go_file ? max_size() : 4096);
 	printf("ready\n");
 	fflush(stdout);
 	while (mono_s() < end) {
+		if (go_file && !access(go_file, F_OK))
+			return hold_receive(&c, max_size());
 		pq.timeout_ms = 200;
 		if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
 			die("POLL_CQ");
@@ -1283,7 +1324,6 @@ static int cmd_stallsend(void)
 #define URG_NBIG 5
 #define URG_N (URG_NBIG + 2)
 static int no_urgent;		/* -N */
-static const char *go_file;	/* -g */
 
 static uint64_t urg_len(int k)
 {
