@@ -55,7 +55,8 @@ pair_up() {
 		evidence
 		bail_out "could not start the VM pair"
 	fi
-	# a boot retried after a guest kernel died before its /init (vmpair
+	# a boot retried after a guest kernel died before /init loaded a driver
+	# for the controller (vmpair
 	# says so on a line of its own; sim-test repeats it in the summary)
 	printf '%s\n' "$out" | grep -E '^vmpair: boot retry' | while read -r l; do diag "$l"; done
 	diag "$(printf '%s\n' "$out" | tail -n 1)"

@@ -50,10 +50,12 @@ for v in a b; do
 	fi
 done
 check_clean_dmesg
-# vmpair tells a guest kernel that panicked before its /init from one that
-# died later by the mark /init prints first (vmpair-boot checks the rest)
+# vmpair tells a guest kernel that panicked before /init loaded a driver
+# for the controller from one that died later by the mark /init prints
+# then (vmpair-boot checks the rest)
 for v in a b; do
-	check "$v: /init printed its start mark on the console (vmpair's boot-crash test)" \
-		grep -q "odl-init: start" "$VMPAIR_STATE/$v-console.log"
+	check "$v: /init printed its start and drivers marks on the console (vmpair's boot-crash test)" \
+		sh -c "grep -q 'odl-init: start' '$VMPAIR_STATE/$v-console.log' &&
+			grep -q 'odl-init: drivers' '$VMPAIR_STATE/$v-console.log'"
 done
 tap_done
