@@ -164,9 +164,26 @@ static ssize_t mitigations_show(struct device *d,
 }
 static DEVICE_ATTR_RO(mitigations);
 
+/* frames on the RX ring held back now for a RECV (a gauge, not a count) */
+static ssize_t rx_held_show(struct device *d, struct device_attribute *attr,
+			    char *buf)
+{
+	struct odl_dev *dev = dev_get_drvdata(d);
+	struct odl_frame *fr;
+	unsigned int n = 0;
+
+	spin_lock(&dev->lock);
+	list_for_each_entry(fr, &dev->rx_held, list)
+		n++;
+	spin_unlock(&dev->lock);
+	return sysfs_emit(buf, "%u\n", n);
+}
+static DEVICE_ATTR_RO(rx_held);
+
 static struct attribute *odl_dev_attrs[] = {
 	&dev_attr_flow_control.attr,
 	&dev_attr_mitigations.attr,
+	&dev_attr_rx_held.attr,
 	NULL,
 };
 

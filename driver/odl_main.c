@@ -888,7 +888,7 @@ static void odl_rx_discard(struct odl_dev *dev, u32 msg_id, u32 msg_len,
 }
 
 /* Choose where a new message goes (dev->lock held, may drop it). */
-static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
+static void odl_rx_start(struct odl_dev *dev, u32 msg_id,
 			 u32 msg_len, u16 dst, u16 src, u32 key)
 {
 	struct odl_file *f = dev->ports[dst];
@@ -897,7 +897,7 @@ static void odl_rx_start(struct odl_dev *dev, const struct odl_frame_hdr *h,
 	u64 bind_seq;
 
 	/* discarded unless a RECV or a staging buffer takes it */
-	odl_rx_discard(dev, le32_to_cpu(h->msg_id), msg_len, 0, dst, src, key);
+	odl_rx_discard(dev, msg_id, msg_len, 0, dst, src, key);
 
 	/* nobody holds the port (its process may just have exited): not a
 	 * loss of anything a receiver asked for, counted apart from drops
@@ -961,6 +961,51 @@ static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
 	       !odl_pending_room(dev, msg_len);
 }
 
+/* the header of an RX frame, as odl_rx_hdr_parse read it */
+struct odl_rx_hdr {
+	u32 seq, msg_id, msg_len, off, plen, key;
+	u16 dst, src;
+	bool last;
+};
+
+/*
+ * Read an RX frame's header (the peer's words: every field checked); false
+ * for a frame that is no well-formed one. The descriptor's error flags are
+ * the caller's to check.
+ */
+static bool odl_rx_hdr_parse(struct odl_dev *dev, const struct odl_frame *fr,
+			     struct odl_rx_hdr *o)
+{
+	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
+	struct odl_frame_hdr h;
+
+	if (size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
+	    (fr->frame.eof != ODL_PDF_EOF_MID &&
+	     fr->frame.eof != ODL_PDF_EOF_LAST))
+		return false;
+	memcpy(&h, fr->buf, sizeof(h));
+	o->seq = le32_to_cpu(h.seq);
+	o->msg_id = le32_to_cpu(h.msg_id);
+	o->msg_len = le32_to_cpu(h.msg_len);
+	o->off = le32_to_cpu(h.offset);
+	o->plen = le32_to_cpu(h.payload_len);
+	o->dst = le16_to_cpu(h.dst_port);
+	o->src = le16_to_cpu(h.src_port);
+	o->key = le32_to_cpu(h.key);
+	o->last = fr->frame.eof == ODL_PDF_EOF_LAST;
+	/* keys only from a peer that agreed to them */
+	if (o->key && !(READ_ONCE(dev->features) & ODL_TB5_FEAT_KEYED))
+		return false;
+	if (le32_to_cpu(h.magic) != ODL_FRAME_MAGIC ||
+	    o->plen != size - ODL_HDR_SIZE ||
+	    !o->dst || o->dst > ODL_TB5_MAX_PORT ||
+	    !o->src || o->src > ODL_TB5_MAX_PORT)
+		return false;
+	return o->msg_len && o->msg_len <= ODL_MAX_MSG && o->off < o->msg_len &&
+	       o->plen <= o->msg_len - o->off &&
+	       o->last == (o->off + o->plen == o->msg_len);
+}
+
 /* Process one RX frame (dev->lock held). Returns true when the frame
  * starts a message that must wait for a RECV (never with @force), having
  * changed nothing but failed the message it cut short, if any.
@@ -968,8 +1013,7 @@ static bool odl_rx_must_wait(struct odl_dev *dev, u16 dst, u32 msg_len,
 static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 			 bool force)
 {
-	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
-	struct odl_frame_hdr h;
+	struct odl_rx_hdr o;
 	u32 seq, msg_len, off, plen, msg_id, key;
 	bool was_mid = dev->rx.active, seq_ok, lost;
 	u16 dst, src;
@@ -983,29 +1027,17 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 		dev->rx.seq_valid = false;
 		return false;
 	}
-	if (size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
-	    (fr->frame.eof != ODL_PDF_EOF_MID &&
-	     fr->frame.eof != ODL_PDF_EOF_LAST))
+	if (!odl_rx_hdr_parse(dev, fr, &o))
 		goto bad;
-	memcpy(&h, fr->buf, sizeof(h));
-	seq = le32_to_cpu(h.seq);
-	msg_id = le32_to_cpu(h.msg_id);
-	msg_len = le32_to_cpu(h.msg_len);
-	off = le32_to_cpu(h.offset);
-	plen = le32_to_cpu(h.payload_len);
-	dst = le16_to_cpu(h.dst_port);
-	src = le16_to_cpu(h.src_port);
-	key = le32_to_cpu(h.key);
-	last = fr->frame.eof == ODL_PDF_EOF_LAST;
-	/* keys only from a peer that agreed to them */
-	if (key && !(READ_ONCE(dev->features) & ODL_TB5_FEAT_KEYED))
-		goto bad;
-	if (le32_to_cpu(h.magic) != ODL_FRAME_MAGIC ||
-	    plen != size - ODL_HDR_SIZE || !msg_len || msg_len > ODL_MAX_MSG ||
-	    off >= msg_len || plen > msg_len - off ||
-	    last != (off + plen == msg_len) ||
-	    !dst || dst > ODL_TB5_MAX_PORT || !src || src > ODL_TB5_MAX_PORT)
-		goto bad;
+	seq = o.seq;
+	msg_id = o.msg_id;
+	msg_len = o.msg_len;
+	off = o.off;
+	plen = o.plen;
+	dst = o.dst;
+	src = o.src;
+	key = o.key;
+	last = o.last;
 	/* the number the frame before this one should have had + 1: that
 	 * frame's number was wrong, not frames lost (its message was
 	 * failed already)
@@ -1085,7 +1117,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 			/* claims to start a message already reported */
 			odl_rx_discard(dev, msg_id, msg_len, 0, dst, src, key);
 		} else {
-			odl_rx_start(dev, &h, msg_len, dst, src, key);
+			odl_rx_start(dev, msg_id, msg_len, dst, src, key);
 			if (!dev->connected)
 				return false;
 		}
@@ -1553,43 +1585,95 @@ static bool odl_resume_abort(struct odl_dev *dev)
 
 /*
  * A fallback takes the frames held back for a RECV off the ring, and no
- * LINK_DOWN tells the files: each message that starts among them failed,
- * reported to its port as any message that fails on the way is (its
- * RECV, or the next one posted, gets -ECONNRESET; dev->lock held). The
- * headers are the peer's: only a well-formed first frame counts.
+ * LINK_DOWN tells the files: what they carried is reported as odl_rx_frame
+ * would have reported it had they been taken (dev->lock held). Each
+ * message that starts among them failed: its RECV, or the next one posted
+ * on its port, gets -ECONNRESET. Frames missing in between (a sequence gap
+ * outside a message already reported) or frames that are no well-formed
+ * ones may have carried whole messages: every bound file gets one
+ * lost-message event for them (-EPROTO, -EIO for a descriptor error,
+ * -EBADMSG for a broken header); the rest of a message whose start is
+ * missing goes to its port as -EPROTO unless such an event just covered
+ * it. Each message is reported once (the failed list, as on the way).
  */
 static void odl_rx_held_lost(struct odl_dev *dev)
 {
-	const struct odl_frame_hdr *h;
 	struct odl_frame *fr;
-	u32 size, msg_len, plen, key;
-	u16 dst, src;
+	struct odl_rx_hdr o, cur = { 0 };
+	bool seq_valid = dev->rx.seq_valid, alt = dev->rx.seq_alt_valid;
+	bool in_msg = false, lost = false, was_in, gap, quiet;
+	u32 expect = dev->rx.expect_seq, alt_seq = dev->rx.seq_alt;
+	int bad;
 
 	list_for_each_entry(fr, &dev->rx_held, list) {
-		h = fr->buf;
-		size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
-		if ((fr->frame.flags &
-		     (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN)) ||
-		    size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
-		    (fr->frame.eof != ODL_PDF_EOF_MID &&
-		     fr->frame.eof != ODL_PDF_EOF_LAST) ||
-		    le32_to_cpu(h->magic) != ODL_FRAME_MAGIC ||
-		    le32_to_cpu(h->offset))
+		bad = 0;
+		if (fr->frame.flags &
+		    (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN))
+			bad = -EIO;
+		else if (!odl_rx_hdr_parse(dev, fr, &o) ||
+			 (seq_valid && o.seq != expect &&
+			  !(alt && o.seq == alt_seq) &&
+			  o.seq - expect >= ODL_SEQ_WINDOW))
+			bad = -EBADMSG;
+		if (bad) {
+			/* the message under way (reported) takes it; else
+			 * anything may be lost (one event for a run)
+			 */
+			if (!in_msg && !lost) {
+				odl_event_all(dev, bad, ODL_TB5_CF_MSG_LOST);
+				lost = true;
+			}
+			in_msg = false;
+			seq_valid = false;
+			alt = false;
 			continue;
-		msg_len = le32_to_cpu(h->msg_len);
-		plen = le32_to_cpu(h->payload_len);
-		key = le32_to_cpu(h->key);
-		dst = le16_to_cpu(h->dst_port);
-		src = le16_to_cpu(h->src_port);
-		if (!msg_len || msg_len > ODL_MAX_MSG ||
-		    plen != size - ODL_HDR_SIZE || plen > msg_len ||
-		    (key && !(dev->features & ODL_TB5_FEAT_KEYED)) ||
-		    !dst || dst > ODL_TB5_MAX_PORT ||
-		    !src || src > ODL_TB5_MAX_PORT ||
-		    odl_rx_failed_has(dev, le32_to_cpu(h->msg_id), dst, key,
-				      false))
-			continue;
-		odl_deliver_error(dev, dst, src, key, -ECONNRESET);
+		}
+		gap = seq_valid && o.seq != expect &&
+		      !(alt && o.seq == alt_seq);
+		/* a start while a message is under way: the gap is its */
+		if (in_msg && !o.off)
+			gap = false;
+		alt = gap;
+		alt_seq = expect + 1;
+		seq_valid = true;
+		expect = o.seq + 1;
+
+		/* frames lost inside the message under way are its own; a
+		 * frame of another message ends it
+		 */
+		was_in = in_msg;
+		if (in_msg && (!o.off || o.msg_id != cur.msg_id ||
+			       o.dst != cur.dst || o.key != cur.key)) {
+			in_msg = false;
+		} else if (gap && !in_msg && !lost) {
+			odl_event_all(dev, -EPROTO, ODL_TB5_CF_MSG_LOST);
+			lost = true;
+		}
+		if (!in_msg) {
+			/* not said twice; the rest of a message not said
+			 * right after a loss told to every file, nor when no
+			 * frame is missing and the message just ended had
+			 * this port and key (the frame is that one's)
+			 */
+			quiet = odl_rx_failed_has(dev, o.msg_id, o.dst, o.key,
+						  false);
+			if (o.off)
+				quiet = quiet || lost ||
+					(was_in && !gap && o.dst == cur.dst &&
+					 o.key == cur.key);
+			if (!quiet)
+				odl_deliver_error(dev, o.dst, o.src, o.key,
+						  o.off ? -EPROTO :
+						  -ECONNRESET);
+			if (!odl_rx_failed_has(dev, o.msg_id, o.dst, o.key,
+					       false))
+				odl_rx_failed_add(dev, o.msg_id, o.dst, o.key);
+			lost = false;
+			cur = o;
+			in_msg = true;
+		}
+		if (o.last)
+			in_msg = false;
 	}
 }
 
@@ -1597,8 +1681,8 @@ static void odl_rx_held_lost(struct odl_dev *dev)
  * The rings of a connection that is over (connected and rx_stalled already
  * false): both stopped, the input HopID given back, the replay work done;
  * returns with dev->lock taken and nothing held back on RX; with
- * @report_held (a fallback's) the messages held are reported failed
- * first. conn_lock held.
+ * @report_held (a fallback's) the message under way and then those held
+ * are reported failed first. conn_lock held.
  */
 static void odl_rings_stop_lock(struct odl_dev *dev, bool report_held)
 	__acquires(&dev->lock)
@@ -1613,8 +1697,13 @@ static void odl_rings_stop_lock(struct odl_dev *dev, bool report_held)
 	cancel_delayed_work_sync(&dev->rx_replay);
 
 	spin_lock(&dev->lock);
-	if (report_held)
+	if (report_held) {
+		/* the message under way came before those held: it fails
+		 * first, so their errors never reach the RECV it fills
+		 */
+		odl_rx_abort(dev, -ECONNRESET, false);
 		odl_rx_held_lost(dev);
+	}
 	/* held frames are off the ring; the next connect posts every frame */
 	INIT_LIST_HEAD(&dev->rx_held);
 	dev->rx_stalled = false;

@@ -9,17 +9,23 @@
 # 1. e2e=on: a transfer a -> b larger than two credit windows wedges; a's
 #    watchdog counts the wedge (tx_wedges) and, with e2e=on, does not fall
 #    back (still hardware E2E).
-# 2. e2e=auto: first a's RX ring is held (b posts 6 x 4 MiB to a port
-#    on a with no RECV: 4 are staged aside, 2 stay on the ring). Then a
+# 2. e2e=auto: first a's RX ring is held (b posts 7 x 4 MiB to a port
+#    on a with no RECV: 4 are staged aside, 3 stay on the ring, and the
+#    cable drops the first frame of the 6th, so the ring holds the start
+#    of the 5th and 7th and the rest of the 6th after a gap). Then a
 #    one-way transfer a -> b (flood/sink) starts on hardware E2E, wedges,
 #    a's watchdog falls back to software credits (logged and counted), b
 #    follows, and both are on sw-credits afterwards. All is sent and b gets
 #    every message intact, in order; one b was receiving when it followed
 #    may fail with -ECONNRESET and come again (b takes the fallback for a
 #    new peer: docs/uapi.md). The fallback took a's held frames off its
-#    ring: the 2 messages among them failed, and their port's next RECVs
-#    say so (-ECONNRESET), after the 4 staged ones, verified (until
-#    2026-12-01 they vanished without a word). Then, the rule still on, a
+#    ring: the messages among them failed. The 2 whose start was held go
+#    to their port's next RECVs (-ECONNRESET), after the 4 staged ones,
+#    verified (until 2026-12-01 they vanished without a word); the gap
+#    before the 6th's rest is a lost-message event (-EPROTO), as it
+#    would be had the frames been taken (until 2026-12-02 it vanished
+#    without a word, as a message with no start among the held frames
+#    does). Then, the rule still on, a
 #    second transfer is verified: software credits travel as odl_tb5
 #    frames, not as CREDIT messages.
 # 3. dmesg clean on both but for the fallback's warning.
@@ -39,6 +45,10 @@ mit_key() { mit "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 withheld() {
 	"$VMPAIR" cable status | python3 -c 'import json, sys
 print(json.load(sys.stdin)["faults"]["credits_withheld"])'
+}
+dropped() {
+	"$VMPAIR" cable status | python3 -c 'import json, sys
+print(json.load(sys.stdin)["faults"]["dropped"])'
 }
 FALLBACK_MSG="TX ring wedged with E2E flow control; falling back to software credits"
 
@@ -105,20 +115,33 @@ done
 load_both e2e=auto tx_wedge_ms=3000
 check "e2e=auto: both logged in on hardware E2E" [ "$(odl_flow a)/$(odl_flow b)" = e2e/e2e ]
 # a's RX ring held at the fallback: port 40 bound on a with no RECV, b
-# posts 6 x 4 MiB to it: 4 are staged aside (16 MiB), 2 stay on a's ring
-# (rx_stall_ms long enough that none is dropped as stale)
+# posts 7 x 4 MiB to it: 4 are staged aside (16 MiB), 3 stay on a's ring
+# (rx_stall_ms long enough that none is dropped as stale; 3 x 1033
+# frames of 4064 bytes, within the 4096 descriptors); the cable drops the
+# first frame of message 5 (numbered from 0): b's frame 5 x 1033 + 1 on
+# its data HopID since the rule was set
 vm a sh -c 'echo 600000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 vm a sh -c "rm -f /tmp/hold.log /tmp/hold.go; setsid /tmp/odl_xfer hold -p 40 -t 1800 -g /tmp/hold.go -n 6 -s 4194304 > /tmp/hold.log 2>&1 < /dev/null &"
 wait_for "vm a grep -q ready /tmp/hold.log" 30 || bail_out "odl_xfer hold did not start on a" "$(vm a cat /tmp/hold.log)"
 rs0=$(odl_stat a rx_stalls)
-post_out=$("$VMPAIR" exec b --timeout 300 -- /tmp/odl_xfer post -p 41 -q 40 -n 6 -s 4194304 2>&1)
+bhop=$(odl_data_hop b)
+d0=$(dropped)
+"$VMPAIR" cable fault drop hop=$bhop dir=b2a nth=$((5 * 1033 + 1)) >/dev/null ||
+	bail_out "cable fault drop hop=$bhop failed"
+tf0=$(odl_stat b tx_frames)
+post_out=$("$VMPAIR" exec b --timeout 300 -- /tmp/odl_xfer post -p 41 -q 40 -n 7 -s 4194304 2>&1)
 post_rc=$?
-if [ $post_rc = 0 ] && wait_for "[ \$(odl_stat a rx_stalls) -gt $rs0 ]" 60 >&2; then
-	ok "e2e=auto: b sent 6 x 4 MiB to a's port 40, which has no RECV: a's RX ring holds the last of them" \
-		"$post_out" "a: rx_stalls $rs0 -> $(odl_stat a rx_stalls)"
+d1=$(dropped)
+diag "b: tx_frames $tf0 -> $(odl_stat b tx_frames) (7 x 1033), the cable dropped $d0 -> $d1"
+# every frame of the last 3 on a's ring before the fallback: 3 x 1033 - 1
+held() { vm a cat $SYS/rx_held 2>&1; }
+desc="e2e=auto: b sent 7 x 4 MiB to a's port 40, which has no RECV, the cable dropped one frame (b's data HopID $bhop): a's RX ring holds the last 3 (3098 frames)"
+if [ $post_rc = 0 ] && [ "$d1" = $((d0 + 1)) ] && wait_for "[ \$(odl_stat a rx_stalls) -gt $rs0 ]" 60 >&2 &&
+	wait_for '[ "$(held)" = 3098 ]' 120 >&2; then
+	ok "$desc" "$post_out" "a: rx_stalls $rs0 -> $(odl_stat a rx_stalls), rx_held $(held)"
 else
-	not_ok "e2e=auto: b sent 6 x 4 MiB to a's port 40, which has no RECV: a's RX ring holds the last of them" \
-		"exit $post_rc: $post_out" "a: $(vm a /tmp/odl_xfer stats 2>&1)"
+	not_ok "$desc" "exit $post_rc: $post_out" "dropped $d0 -> $d1, rx_held $(held)" \
+		"a: $(vm a /tmp/odl_xfer stats 2>&1)" "$("$VMPAIR" cable status)"
 fi
 # a -> b one way (a's ring is held, so no acks): flood/sink, which
 # account for every report (never twice, never out of order, never wrong)
@@ -153,23 +176,27 @@ else
 	not_ok "e2e=auto: a fell back (logged, counted), both sides on software credits" \
 		"flow $fa/$fb" "a: $(mit a)" "b: $(mit b)" "a: $(vm a sh -c 'dmesg | grep odl_tb5 | tail -n 15')"
 fi
-# the fallback took a's held frames off its ring: the 2 messages among
-# them failed, reported to port 40 in their place (the 4 staged stay):
-# port 40's RECVs get messages 0-3 verified, then -ECONNRESET twice
+# the fallback took a's held frames off its ring: the 2 messages that
+# start among them failed, reported to port 40 in their place (the 4
+# staged stay): port 40's RECVs get messages 0-3 verified, then
+# -ECONNRESET twice (messages 4 and 6); the gap where message 5's start
+# was is a lost-message event (-EPROTO, flags MSG_LOST), which came at
+# the fallback, before any RECV
 vm a touch /tmp/hold.go
 wait_for "! vm a pidof odl_xfer" 120 >&2
 hold_out=$(vm a cat /tmp/hold.log)
-want="recv 0: status 0 length 4194304 verified
+want="event status -71 flags 0x4
+recv 0: status 0 length 4194304 verified
 recv 1: status 0 length 4194304 verified
 recv 2: status 0 length 4194304 verified
 recv 3: status 0 length 4194304 verified
 recv 4: status -104 length 0
 recv 5: status -104 length 0"
-if [ "$(echo "$hold_out" | grep '^recv ')" = "$want" ]; then
-	ok "e2e=auto: a's port 40 got its 4 staged messages verified, then the 2 held on the ring at the fallback as failed (-ECONNRESET)" \
-		"$hold_out"
+desc="e2e=auto: a's port 40 got a lost-message event for the gap among the frames held on the ring at the fallback, its 4 staged messages verified, then the 2 whose start was held as failed (-ECONNRESET)"
+if [ "$(echo "$hold_out" | grep '^recv \|^event ')" = "$want" ]; then
+	ok "$desc" "$hold_out"
 else
-	not_ok "e2e=auto: a's port 40 got its 4 staged messages verified, then the 2 held on the ring at the fallback as failed (-ECONNRESET)" \
+	not_ok "$desc" \
 		"$hold_out" "$(vm a /tmp/odl_xfer stats 2>&1)"
 fi
 c0=$(withheld)

@@ -49,8 +49,9 @@
  * "ready" once bound, and at the end how many lost-message events it got.
  * With -g, once GOFILE exists it receives COUNT messages, one RECV at a
  * time, and prints each one's status and length and whether its bytes
- * are message k's (as post sent them); exit 1 if a message delivered
- * whole had wrong bytes.
+ * are message k's (as post sent them); events are printed as they come
+ * ("event status S flags F", before and after the go file); exit 1 if a
+ * message delivered whole had wrong bytes.
  * kick: binds PORT and for SECONDS posts and cancels a keyed RECV every
  * 200 ms (each post wakes the driver's held RX frames), "ready" once
  * bound, at the end the number of posts.
@@ -602,7 +603,7 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* hold -g: COUNT messages, one RECV at a time (events printed) */
+/* hold -g: COUNT messages, one RECV at a time (next_comp prints events) */
 static int hold_receive(struct chan *c, uint64_t bufsize)
 {
 	uint32_t rx0 = c->bs.tx_count;
