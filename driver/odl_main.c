@@ -11,12 +11,15 @@
 
 #include <linux/delay.h>
 #include <linux/list_sort.h>
+#include <linux/llist.h>
 #include <linux/dma-mapping.h>
 #include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 
 #include "compat.h"
 #include "odl_tb5.h"
@@ -427,6 +430,34 @@ static void odl_pending_add(struct odl_dev *dev, struct odl_file *f,
 	dev->pending_bytes += p->len;
 }
 
+/*
+ * Message buffers are let go of under dev->lock, and vfree may sleep: a
+ * vmalloc'd one is freed by a work item instead (its first bytes link it
+ * in, nothing else reads it any more); odl_exit waits for the last.
+ */
+static LLIST_HEAD(odl_free_list);
+
+static void odl_free_work_fn(struct work_struct *work)
+{
+	struct llist_node *n, *next;
+
+	llist_for_each_safe(n, next, llist_del_all(&odl_free_list))
+		vfree(n);
+}
+static DECLARE_WORK(odl_free_work, odl_free_work_fn);
+
+static void odl_kvfree_locked(void *p)
+{
+	if (!p)
+		return;
+	if (!is_vmalloc_addr(p)) {
+		kfree(p);
+		return;
+	}
+	if (llist_add(p, &odl_free_list))
+		schedule_work(&odl_free_work);
+}
+
 /* Take @p off both lists and free it (dev->lock held) */
 static void odl_pending_free(struct odl_dev *dev, struct odl_pending *p)
 {
@@ -434,7 +465,7 @@ static void odl_pending_free(struct odl_dev *dev, struct odl_pending *p)
 	list_del(&p->all);
 	dev->pending_count--;
 	dev->pending_bytes -= p->len;
-	kvfree(p->data);
+	odl_kvfree_locked(p->data);
 	kfree(p);
 }
 
@@ -763,7 +794,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 	case ODL_RX_STAGE:
 		f = dev->ports[dev->rx.dst_port];
 		if (status || !f) {
-			kvfree(dev->rx.stage);
+			odl_kvfree_locked(dev->rx.stage);
 			if (status)
 				odl_deliver_error(dev, dev->rx.dst_port,
 						  dev->rx.src_port,
@@ -776,14 +807,14 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		 * not wanted, like one withdrawn before it began to arrive
 		 */
 		if (dev->rx.key && odl_cancelled_take(dev, f, dev->rx.key)) {
-			kvfree(dev->rx.stage);
+			odl_kvfree_locked(dev->rx.stage);
 			/* counted as that one is: not a received message */
 			dev->rx.target = ODL_RX_DISCARD;
 			break;
 		}
 		p = kzalloc(sizeof(*p), GFP_ATOMIC);
 		if (!p) {
-			kvfree(dev->rx.stage);
+			odl_kvfree_locked(dev->rx.stage);
 			odl_drop_msg(dev, f);
 			break;
 		}
@@ -2901,6 +2932,8 @@ module_init(odl_init);
 static void __exit odl_exit(void)
 {
 	tb_unregister_service_driver(&odl_driver);
+	/* every device is gone: the last buffers they let go of */
+	flush_work(&odl_free_work);
 	odl_unregister_handler();
 	tb_unregister_property_dir(ODL_SERVICE_KEY, odl_dir);
 	tb_property_free_dir(odl_dir);
