@@ -467,8 +467,11 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 
 	if (flags & ~(ODL_TB5_F_DMABUF | ODL_TB5_F_URGENT))
 		return -EINVAL;
-	if (!dst_port || dst_port > ODL_TB5_MAX_PORT || !length)
+	if (!dst_port || dst_port > ODL_TB5_MAX_PORT)
 		return -EINVAL;
+	/* 1.9: an empty message, to a peer that agreed to them */
+	if (!length && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_EMPTY))
+		return -EOPNOTSUPP;
 	if (length > ODL_MAX_MSG ||
 	    ((flags & ODL_TB5_F_URGENT) && length > ODL_TB5_URGENT_MAX))
 		return -EMSGSIZE;
@@ -510,7 +513,8 @@ static int odl_do_recv(struct odl_file *f, u32 flags, u32 buf_id,
 	struct odl_recv *r;
 	int ret = 0;
 
-	if ((flags & ~ODL_TB5_F_DMABUF) || !capacity)
+	/* 1.9: capacity 0 takes an empty message */
+	if (flags & ~ODL_TB5_F_DMABUF)
 		return -EINVAL;
 	if (!READ_ONCE(f->port))
 		return -EDESTADDRREQ;

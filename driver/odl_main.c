@@ -247,7 +247,7 @@ static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
 static u32 odl_local_features(const struct odl_dev *dev)
 {
 	return (dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS |
-	       ODL_TB5_FEAT_RX_READY | ODL_TB5_FEAT_KEYED;
+	       ODL_TB5_FEAT_RX_READY | ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_EMPTY;
 }
 
 /* ---------------------------------------------------------------------
@@ -1010,7 +1010,7 @@ static bool odl_rx_hdr_parse(struct odl_dev *dev, const struct odl_frame *fr,
 	u32 size = fr->frame.size ? fr->frame.size : ODL_TB5_FRAME_SIZE;
 	struct odl_frame_hdr h;
 
-	if (size <= ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
+	if (size < ODL_HDR_SIZE || fr->frame.sof != ODL_PDF_SOF ||
 	    (fr->frame.eof != ODL_PDF_EOF_MID &&
 	     fr->frame.eof != ODL_PDF_EOF_LAST))
 		return false;
@@ -1032,7 +1032,13 @@ static bool odl_rx_hdr_parse(struct odl_dev *dev, const struct odl_frame *fr,
 	    !o->dst || o->dst > ODL_TB5_MAX_PORT ||
 	    !o->src || o->src > ODL_TB5_MAX_PORT)
 		return false;
-	return o->msg_len && o->msg_len <= ODL_MAX_MSG && o->off < o->msg_len &&
+	/* an empty message: one frame of its header alone, from a peer that
+	 * agreed to them
+	 */
+	if (!o->msg_len)
+		return (READ_ONCE(dev->features) & ODL_TB5_FEAT_EMPTY) &&
+		       !o->off && !o->plen && o->last;
+	return o->plen && o->msg_len <= ODL_MAX_MSG && o->off < o->msg_len &&
 	       o->plen <= o->msg_len - o->off &&
 	       o->last == (o->off + o->plen == o->msg_len);
 }

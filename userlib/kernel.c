@@ -43,6 +43,7 @@ enum {
 	K_STATE_CONNECTED = ODL_TB5_STATE_CONNECTED,
 	K_FEAT_E2E = (int)ODL_TB5_FEAT_E2E,
 	K_FEAT_KEYED = (int)ODL_TB5_FEAT_KEYED,
+	K_FEAT_EMPTY = (int)ODL_TB5_FEAT_EMPTY,	/* the driver's bit (1.9) */
 	K_F_URGENT = (int)ODL_TB5_F_URGENT,	/* the driver's bit (1.5) */
 	K_MAX_OUTSTANDING = ODL_TB5_MAX_OUTSTANDING,
 };
@@ -51,6 +52,7 @@ enum {
 #undef ODL_TB5_STATE_DISCONNECTED
 #undef ODL_TB5_FEAT_E2E
 #undef ODL_TB5_FEAT_KEYED
+#undef ODL_TB5_FEAT_EMPTY
 #undef ODL_TB5_F_URGENT
 #undef ODL_TB5_URGENT_MAX
 #undef ODL_TB5_MAX_BUFS
@@ -364,7 +366,9 @@ static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0) |
 		(ki.abi_minor >= 4 && (ki.features & K_FEAT_KEYED) ?
 		 ODL_TB5_FEAT_KEYED : 0) |
-		(ki.abi_minor >= 5 ? ODL_TB5_FEAT_URGENT : 0);
+		(ki.abi_minor >= 5 ? ODL_TB5_FEAT_URGENT : 0) |
+		(ki.abi_minor >= 9 && (ki.features & K_FEAT_EMPTY) ?
+		 ODL_TB5_FEAT_EMPTY : 0);
 	info->tx_depth = K_MAX_OUTSTANDING;
 	info->rx_depth = K_MAX_OUTSTANDING;
 	info->max_msg_size = k->max_msg;
@@ -616,8 +620,8 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t dst_port,
 
 	if (k->down)
 		return -ECONNRESET;
-	if (len == 0)
-		return -EINVAL;		/* ABI 1.0: no empty messages */
+	if (len == 0 && k->abi_minor < 9)
+		return -EINVAL;		/* empty messages came with driver ABI 1.9 */
 	if (op == ODL_TB5_OP_SEND && len > k->max_msg)
 		return -EMSGSIZE;
 	if (key && k->abi_minor < 4)

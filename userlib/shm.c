@@ -1279,7 +1279,7 @@ static int shm_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 		 p->name, 'a' + p->peer);
 	odl_uuid_from_name(other, info->peer_uuid);
 	info->abi_version = SHM_LAYOUT;
-	info->features = ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_URGENT;
+	info->features = ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_URGENT | ODL_TB5_FEAT_EMPTY;
 	info->state = (uint32_t)p->state;
 	info->tx_depth = p->txq.cap;
 	info->rx_depth = p->rxq.cap;

@@ -60,7 +60,7 @@
 #include <linux/ioctl.h>
 
 #define ODL_TB5_ABI_MAJOR	1
-#define ODL_TB5_ABI_MINOR	8
+#define ODL_TB5_ABI_MINOR	9
 
 #define ODL_TB5_DEV_PREFIX	"odl_tb5_"	/* /dev/odl_tb5_N */
 #define ODL_TB5_FRAME_SIZE	4096		/* bytes per ring frame */
@@ -85,6 +85,7 @@
 #define ODL_TB5_FEAT_SW_CREDITS	(1ull << 1)	/* 1.2: in-band software credits */
 #define ODL_TB5_FEAT_RX_READY	(1ull << 2)	/* 1.3: peer confirms its RX */
 #define ODL_TB5_FEAT_KEYED	(1ull << 3)	/* 1.4: keyed messages */
+#define ODL_TB5_FEAT_EMPTY	(1ull << 4)	/* 1.9: 0-byte messages */
 
 /* odl_tb5_info.flow_control (1.2): what keeps the sender from overrunning
  * the receiver's RX ring on the current connection

@@ -3,7 +3,8 @@
 # odl-data: messages of many sizes (1 byte .. 16 MiB, frame boundaries
 # around 4064 bytes of payload) both ways through /dev/odl_tb5_0, every
 # byte verified by the receiver, every message acknowledged; counters show
-# no sequence, length or descriptor errors and no drops. Keyed delivery
+# no sequence, length or descriptor errors and no drops. Empty messages
+# (ABI 1.9) arrive in order among the others, also held back. Keyed delivery
 # (ABI 1.4): messages land in the RECV posted with their key, whatever the
 # order of posting and sending, one arriving before its RECV waits without
 # holding up the rest, unkeyed ones in between stay in order; from the
@@ -27,7 +28,7 @@
 # caller's struct holds.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 23
+tap_plan 24
 tap_timeout 1200
 odl_need_build
 pair_up
@@ -42,6 +43,11 @@ check "b -> a: 48 messages, sizes 1 B .. 4 MiB, verified" \
 	odl_xfer_run b a 3 4 48 $SIZES
 check "a -> b: 4 x 16 MiB (max_msg_size), verified" \
 	odl_xfer_run a b 5 6 4 16777216
+# ABI 1.9: empty messages (a frame of the header alone), in order among
+# others; beyond the 2 RECVs posted ahead they are held back and taken
+# from there
+check "b -> a: 24 messages, 12 of them empty (ABI 1.9), in order, verified" \
+	odl_xfer_run b a 7 8 24 0,1,0,0,4064,0,65536,0,0,4065,0,1048576
 check "a -> b: 40 keyed messages out of posting order, 2 unkeyed between, verified" \
 	odl_keyed_run a b 21 22 40 1,4064,4065,65536,300000
 check "b -> a: keyed, pinned user memory on both ends, verified" \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # odl-lat: odl_tb5_cli latency (ping-pong, one-way = RTT/2) over
-# /dev/odl_tb5_0 through the kernel backend: 64 B, 4 KiB and 1 MiB
-# messages, data verified both ways. Then two threads on one busy-polling
+# /dev/odl_tb5_0 through the kernel backend: empty (driver ABI 1.9), 64 B,
+# 4 KiB and 1 MiB messages, data verified both ways. Then two threads on one busy-polling
 # handle (tests/guest/odl_libvm.c): a send gets in while the other thread
 # waits in odl_tb5_poll, and that poll returns the send's completion. And a
 # keyed receive withdrawn while still in a batch-mode handle's batch: the
@@ -11,10 +11,10 @@
 # handle in (odl_libvm slotwait / recvmany).
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 8
+tap_plan 9
 tap_timeout 1200
 odl_setup
-for spec in "64 2000" "4K 2000" "1M 100"; do
+for spec in "0 2000" "64 2000" "4K 2000" "1M 100"; do
 	set -- $spec
 	odl_cli_run "latency, $1-byte messages x $2, verified" 600 \
 		--test latency --size "$1" --iterations "$2" --timeout 60000 &&

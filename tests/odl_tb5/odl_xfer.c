@@ -1921,8 +1921,20 @@ static int cmd_badinput(void)
 	expect("SEND dst_port 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
 	s.dst_port = 300;
 	expect("SEND dst_port 300", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
-	s.dst_port = 1; s.length = 0;
-	expect("SEND length 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	/* 1.9: length 0 is an empty message, to a peer that agreed to them;
+	 * its other fields are checked as any SEND's
+	 */
+	Z(in); in.size = sizeof(in);
+	expect("GET_INFO", ioctl(fd, ODL_TB5_IOC_GET_INFO, &in), 0);
+	s.dst_port = 1; s.length = 0; s.offset = 65537;
+	if (in.features & ODL_TB5_FEAT_EMPTY)
+		expect("SEND length 0 past the end", ioctl(fd, ODL_TB5_IOC_SEND, &s), ERANGE);
+	else
+		expect("SEND length 0 (peer without empty messages)",
+		       ioctl(fd, ODL_TB5_IOC_SEND, &s), EOPNOTSUPP);
+	s.offset = 0; s.dst_port = 0;
+	expect("SEND length 0 dst_port 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
+	s.dst_port = 1;
 	s.length = (16u << 20) + 1;
 	expect("SEND length > max_msg", ioctl(fd, ODL_TB5_IOC_SEND, &s), EMSGSIZE);
 	s.length = 1; s.buf_id = 4;
@@ -1939,14 +1951,15 @@ static int cmd_badinput(void)
 	expect("SEND unknown DMA-buf handle", ioctl(fd, ODL_TB5_IOC_SEND, &s), ENOENT);
 	s.flags = 0; s.buf_id = 0; s.key = 3; s.reserved = 1;
 	expect("SEND reserved (1.4)", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
-	s.reserved = 0; s.key = 0; s.size = ODL_TB5_SEND_SIZE_VER0; s.length = 0;
+	s.reserved = 0; s.key = 0; s.size = ODL_TB5_SEND_SIZE_VER0; s.dst_port = 0;
 	expect("SEND 1.0-sized struct is still checked", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
-	s.size = sizeof(s);
+	s.size = sizeof(s); s.dst_port = 1;
 
 	/* recv */
-	Z(r); r.size = sizeof(r); r.buf_id = 2; r.capacity = 0;
-	expect("RECV capacity 0", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
-	r.capacity = 1; r.flags = ODL_TB5_F_URGENT;
+	/* 1.9: capacity 0 takes an empty message; its range is checked */
+	Z(r); r.size = sizeof(r); r.buf_id = 2; r.capacity = 0; r.offset = 65537;
+	expect("RECV capacity 0 past the end", ioctl(fd, ODL_TB5_IOC_RECV, &r), ERANGE);
+	r.offset = 0; r.capacity = 1; r.flags = ODL_TB5_F_URGENT;
 	expect("RECV urgent (a SEND flag)", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);
 	r.flags = 0; r.buf_id = 0;
 	expect("RECV into a TX buffer", ioctl(fd, ODL_TB5_IOC_RECV, &r), EINVAL);

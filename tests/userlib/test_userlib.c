@@ -1968,6 +1968,7 @@ START_TEST(t_urgent)
 	ck_assert_ptr_nonnull(h);
 	ck_assert_int_eq(odl_tb5_info(h, &info), 0);
 	ck_assert(info.features & ODL_TB5_FEAT_URGENT);
+	ck_assert(info.features & ODL_TB5_FEAT_EMPTY); /* 0-byte messages: always on shm */
 	ck_assert_int_eq(odl_tb5_buf_alloc(h, 8192, 0, &id, &p), 0);
 	ck_assert_int_eq(odl_tb5_send(h, id, 0, ODL_TB5_URGENT_MAX + 1, 1, ODL_TB5_F_URGENT),
 			 -EMSGSIZE);

@@ -1036,12 +1036,14 @@ static void check_size(odl_tb5_t *h)
 		    S[i].size > in.max_msg_size)
 			die("--size %" PRIu64 " exceeds the device's maximum message "
 			    "size %" PRIu64, S[i].size, in.max_msg_size);
-	if (odl_tb5_info(h, &in) == 0) {
-		if (!strcmp(in.backend, "kernel"))
-			for (uint32_t i = 0; i < NS; i++)
-				if (!S[i].size)
-					die("--size 0: the kernel device carries 1.. bytes");
-	}
+	/* empty messages: shm always, the kernel device from driver ABI 1.9
+	 * with a peer that agreed to them
+	 */
+	if (odl_tb5_info(h, &in) == 0 && !(in.features & ODL_TB5_FEAT_EMPTY))
+		for (uint32_t i = 0; i < NS; i++)
+			if (!S[i].size)
+				die("--size 0: this device carries 1.. bytes (a driver before "
+				    "ABI 1.9, or a peer without empty messages)");
 }
 
 /*

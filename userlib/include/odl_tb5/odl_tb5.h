@@ -104,7 +104,7 @@ extern "C" {
 
 /* API version of this header: major changes break source compatibility. */
 #define ODL_TB5_API_MAJOR 1
-#define ODL_TB5_API_MINOR 6	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
+#define ODL_TB5_API_MINOR 7	/* 1.1: lost messages (-EBADMSG), stats.rx_lost;
 				 * 1.2: ODL_TB5_OPEN_BATCH, odl_tb5_poll_min;
 				 * 1.3: registered memory pinned by the driver,
 				 * odl_tb5_buf_register_flags, stats.copied_bytes,
@@ -114,7 +114,9 @@ extern "C" {
 				 * 1.5: sends to another port of the peer
 				 * (odl_tb5_send_to, ODL_TB5_FEAT_PORTS);
 				 * 1.6: a withdrawn key's message is skipped,
-				 * held-aside messages give way when stale */
+				 * held-aside messages give way when stale;
+				 * 1.7: 0-byte messages on the kernel backend
+				 * (ODL_TB5_FEAT_EMPTY) */
 
 /* Version of the library actually loaded: (major << 16) | minor. */
 uint32_t odl_tb5_version(void);
@@ -222,6 +224,9 @@ enum odl_tb5_state {
 						 * driver ABI 1.5) */
 #define ODL_TB5_FEAT_PORTS	(1u << 6)	/* 1.5: odl_tb5_send_to may name any
 						 * port of the peer (kernel) */
+#define ODL_TB5_FEAT_EMPTY	(1u << 7)	/* 1.7: 0-byte messages (shm: always;
+						 * kernel: driver ABI 1.9, agreed
+						 * with the peer) */
 
 struct odl_tb5_info {
 	char backend[16];	/* "kernel" or "shm" */
