@@ -2177,7 +2177,7 @@ static void odl_fallback_work(struct work_struct *work)
 	odl_realloc_rings(dev);
 	/* a new session: the peer drops its side and logs in again */
 	dev->local_session = get_random_u32() | 1;
-	dev->features = odl_local_features(dev);
+	dev->features = odl_local_features(dev) & dev->peer_features;
 	odl_login_stale(dev);
 	dev->login_received = false;
 	dev->login_retries = 0;

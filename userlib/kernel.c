@@ -676,7 +676,7 @@ static int k_submit(struct odl_tb5 *h, uint32_t op, uint32_t dst_port,
 				struct odl_tb5_recv rv = {
 					.size = sizeof(rv), .flags = kflags,
 					.buf_id = kid, .offset = koff,
-					.capacity = len ? len : 1,
+					.capacity = len,
 					.cookie = (uint64_t)s, .key = key };
 
 				r = xioctl(k->fd, ODL_TB5_IOC_RECV, &rv);

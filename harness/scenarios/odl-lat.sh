@@ -8,10 +8,13 @@
 # keyed receive withdrawn while still in a batch-mode handle's batch: the
 # driver hears of it and discards its message on arrival (rx_cancelled).
 # And a busy-polling send that waits for room lets another thread of its
-# handle in (odl_libvm slotwait / recvmany).
+# handle in (odl_libvm slotwait / recvmany). And receives of capacity 0
+# (odl_libvm emptyrecv / emptysend): a 1-byte message does not fit one
+# (-EMSGSIZE), an empty message does, and the buffer stays untouched, also
+# for the receive placed at the buffer's very end.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 9
+tap_plan 10
 tap_timeout 1200
 odl_setup
 for spec in "0 2000" "64 2000" "4K 2000" "1M 100"; do
@@ -37,6 +40,14 @@ if [ "$rc" = 0 ] && [ "$rc1" = $((rc0 + 1)) ]; then
 	ok "$desc" "$LIBVM_RX"
 else
 	not_ok "$desc" "b: $LIBVM_TX" "a: $LIBVM_RX" "a: rx_cancelled $rc0 -> $rc1 (want +1)"
+fi
+# receives of capacity 0, at offset 0 and at the buffer's end: the 1-byte
+# message fails the first with -EMSGSIZE, the empty one completes the second
+desc="receives of capacity 0: a 1-byte message gets -EMSGSIZE, an empty one status 0 length 0, the buffer untouched"
+if odl_libvm_pair b "--port 11 emptyrecv 4096" a "--port 11 emptysend 4096"; then
+	ok "$desc" "$LIBVM_RX"
+else
+	not_ok "$desc" "a: $LIBVM_TX" "b: $LIBVM_RX"
 fi
 # a busy-polling send waiting for room (the peer takes nothing: its queue
 # fills, then the RX ring is held, then a's 256 sends are all out) lets the

@@ -63,6 +63,17 @@
  *       exist, then receive N messages (8 receives posted at a time) and
  *       check every one
  *
+ *   odl_libvm [--device N] [--port P] emptyrecv SIZE
+ *       two receives of capacity 0 (empty messages, API 1.7 / driver ABI
+ *       1.9) in a SIZE-byte buffer filled with a marker, one at offset 0 and
+ *       one at the buffer's end; print "posted". The peer sends a 1-byte
+ *       message, then an empty one: the first receive must complete with
+ *       -EMSGSIZE (length 1, the message's), the second with status 0 and
+ *       length 0, and no byte of
+ *       the buffer may change
+ *   odl_libvm [--device N] [--port P] emptysend SIZE
+ *       the peer of emptyrecv: a 1-byte message, then an empty one
+ *
  * Exit 0 on success, 1 on a failed check, 2 on bad usage.
  */
 #include <errno.h>
@@ -718,6 +729,89 @@ static int do_eventslost(int dev, uint64_t size, long long count)
 	return 0;
 }
 
+#define EMPTY_MARK 0xa5
+
+/* two capacity-0 receives: a 1-byte message does not fit the first (it
+ * fails with -EMSGSIZE), the empty one fits the second; nothing is written
+ */
+static int do_emptyrecv(uint64_t size)
+{
+	struct odl_tb5_completion c;
+	/* -EMSGSIZE reports the message's real length */
+	static const int want[2] = { -EMSGSIZE, 0 };
+	static const uint64_t want_len[2] = { 1, 0 };
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, size, ODL_TB5_BUF_RECV, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	memset(p, EMPTY_MARK, size);
+	r = odl_tb5_post_recv(h, id, 0, 0, 1, 0);
+	if (r)
+		return fail("post a receive of capacity 0 at offset 0", r);
+	r = odl_tb5_post_recv(h, id, size, 0, 2, 0);
+	if (r)
+		return fail("post a receive of capacity 0 at the buffer's end", r);
+	printf("posted\n");
+	fflush(stdout);
+	for (int i = 0; i < 2; i++) {
+		r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
+		if (r != 1)
+			return fail("wait for the peer's message", r < 0 ? r : 0);
+		if (c.op != ODL_TB5_OP_RECV || c.cookie != (uint64_t)i + 1 ||
+		    c.status != want[i] || c.length != want_len[i]) {
+			fprintf(stderr, "odl_libvm: completion op %u cookie %" PRIu64 " status %d"
+				" length %" PRIu64 " (want receive %d: status %d, length %" PRIu64
+				")\n", c.op, c.cookie, c.status, c.length, i + 1, want[i],
+				want_len[i]);
+			return 1;
+		}
+	}
+	for (uint64_t i = 0; i < size; i++)
+		if (p[i] != EMPTY_MARK) {
+			fprintf(stderr, "odl_libvm: byte %" PRIu64 " of the buffer changed to "
+				"0x%02x\n", i, p[i]);
+			return 1;
+		}
+	printf("1-byte message into capacity 0: -EMSGSIZE (length 1); empty message: status 0, length 0; "
+	       "buffer untouched\n");
+	return 0;
+}
+
+/* the peer of emptyrecv: a 1-byte message, then an empty one */
+static int do_emptysend(void)
+{
+	struct odl_tb5_completion c;
+	uint8_t *p;
+	uint32_t id;
+	int r;
+
+	r = odl_tb5_buf_alloc(h, 4096, ODL_TB5_BUF_SEND, &id, (void **)&p);
+	if (r)
+		return fail("buffer", r);
+	p[0] = pat(0);
+	r = odl_tb5_send(h, id, 0, 1, 1, 0);
+	if (r)
+		return fail("send the 1-byte message", r);
+	r = odl_tb5_send(h, id, 0, 0, 2, 0);
+	if (r)
+		return fail("send the empty message", r);
+	for (int i = 0; i < 2; i++) {
+		r = odl_tb5_poll(h, &c, 1, PEER_MS, 0);
+		if (r != 1)
+			return fail("wait for the sends", r < 0 ? r : 0);
+		if (c.op != ODL_TB5_OP_SEND || c.status) {
+			fprintf(stderr, "odl_libvm: completion op %u cookie %" PRIu64
+				" status %d (want a send, status 0)\n", c.op, c.cookie, c.status);
+			return 1;
+		}
+	}
+	printf("sent a 1-byte message and an empty one\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int port = 1;
@@ -746,10 +840,11 @@ int main(int argc, char **argv)
 			      strcmp(argv[i], "batchcancel") && strcmp(argv[i], "sendkey") &&
 			      strcmp(argv[i], "stagecancel") && strcmp(argv[i], "sendkeyed") &&
 			      strcmp(argv[i], "slotwait") && strcmp(argv[i], "recvmany") &&
-			      strcmp(argv[i], "eventslost"))) {
+			      strcmp(argv[i], "eventslost") && strcmp(argv[i], "emptyrecv") &&
+			      strcmp(argv[i], "emptysend"))) {
 		fprintf(stderr, "usage: odl_libvm [--device N] [--port P] [--frames F] [--count N] "
 			"[--go FILE] recv|shared|batchcancel|sendkey|stagecancel|sendkeyed|"
-			"slotwait|recvmany|eventslost SIZE\n");
+			"slotwait|recvmany|eventslost|emptyrecv|emptysend SIZE\n");
 		return 2;
 	}
 	errno = 0;
@@ -791,6 +886,10 @@ int main(int argc, char **argv)
 		r = do_recvmany(size, count, go);
 	else if (!r && !strcmp(mode, "eventslost"))
 		r = do_eventslost(dev, size, count);
+	else if (!r && !strcmp(mode, "emptyrecv"))
+		r = do_emptyrecv(size);
+	else if (!r && !strcmp(mode, "emptysend"))
+		r = do_emptysend();
 	else if (!r)
 		r = do_sendkey(size, false);
 	odl_tb5_close(h);

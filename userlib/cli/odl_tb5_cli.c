@@ -1026,7 +1026,7 @@ static void open_streams(void)
 					 S[i].role != R_PING && S[i].role != R_PONG);
 }
 
-static void check_size(odl_tb5_t *h)
+static void check_size(void)
 {
 	struct odl_tb5_info in;
 
@@ -1036,9 +1036,16 @@ static void check_size(odl_tb5_t *h)
 		    S[i].size > in.max_msg_size)
 			die("--size %" PRIu64 " exceeds the device's maximum message "
 			    "size %" PRIu64, S[i].size, in.max_msg_size);
-	/* empty messages: shm always, the kernel device from driver ABI 1.9
-	 * with a peer that agreed to them
-	 */
+}
+
+/*
+ * Empty messages: shm always, the kernel device from driver ABI 1.9 with a
+ * peer that agreed to them at login, so only known once the peer is there.
+ */
+static void check_empty(odl_tb5_t *h)
+{
+	struct odl_tb5_info in;
+
 	if (odl_tb5_info(h, &in) == 0 && !(in.features & ODL_TB5_FEAT_EMPTY))
 		for (uint32_t i = 0; i < NS; i++)
 			if (!S[i].size)
@@ -1280,11 +1287,12 @@ static int run_client(void)
 	setup_streams(true);
 	ch = open_port(O.port);
 	open_streams();
-	check_size(ch);
+	check_size();
 	r = odl_tb5_wait_peer(ch, O.timeout_ms);
 	if (r)
 		die("peer not reachable on '%s': %s", O.device ? O.device : "(default)",
 		    r == -ETIMEDOUT ? "no server (timed out)" : errs(r));
+	check_empty(ch);
 	ctl_init(&cc, ch);
 	memset(&m, 0, sizeof(m));
 	m.type = C_HELLO;

@@ -12,8 +12,10 @@
  * be open by one handle at a time per side (else -EBUSY/-EADDRINUSE).
  *
  * Backend differences (the API and its checks are the same):
- *   - kernel: messages are 1..max_msg_size bytes (driver ABI 1.0 has no
- *     empty message; a 0-byte send returns -EINVAL); a message sent to a
+ *   - kernel: messages are 0..max_msg_size bytes with driver ABI 1.9 and a
+ *     peer that agreed to empty messages (ODL_TB5_FEAT_EMPTY), else
+ *     1..max_msg_size (a 0-byte send or receive returns -EINVAL with an
+ *     older driver, -EOPNOTSUPP with an older peer); a message sent to a
  *     port the peer has not opened is dropped by the peer's driver (counted
  *     in its stats), so applications handshake before streaming;
  *     odl_tb5_wait_peer waits for the driver's link login.
