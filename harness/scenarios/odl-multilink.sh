@@ -46,7 +46,10 @@ bw_start() {
 	local k=$1 ua ub
 	shift
 	ua=$(ctl_uuid a "$k") && ub=$(ctl_uuid b "$k") || return 1
-	vm b sh -c "rm -f /tmp/srv$k.log; setsid /tmp/odl_tb5_cli --server --device $ua --timeout 60000 > /tmp/srv$k.log 2>&1 < /dev/null &" ||
+	# the server's shell prints srv-exit= once the server has exited and
+	# its files are closed (its port free again): busybox pgrep -f stops
+	# matching it earlier, while it still holds the port
+	vm b sh -c "rm -f /tmp/srv$k.log; setsid sh -c '/tmp/odl_tb5_cli --server --device $ua --timeout 60000; echo srv-exit=\$?' > /tmp/srv$k.log 2>&1 < /dev/null &" ||
 		return 1
 	wait_for "vm b grep -q 'waiting for a client' /tmp/srv$k.log" 60 || return 1
 	vm a sh -c "rm -f /tmp/cli$k.log; setsid sh -c 'read t _ < /proc/uptime; echo cli-start=\$t
@@ -61,7 +64,7 @@ cli_time() {
 # and the server verified everything
 bw_wait() {
 	wait_for "vm a grep -q cli-exit= /tmp/cli$1.log" 900 2 &&
-		wait_for "! vm b pgrep -f 'odl_tb5_cli --server --device $(ctl_uuid a "$1")'" 120 2 &&
+		wait_for "vm b grep -q srv-exit= /tmp/srv$1.log" 120 2 &&
 		vm a grep -q '^cli-exit=0$' "/tmp/cli$1.log" &&
 		vm b grep -q 'all data verified' "/tmp/srv$1.log"
 }
@@ -136,7 +139,7 @@ else
 	not_ok "cable 0 went on: 30 s of 1 MiB messages verified across cable 1's pull" "$(bw_logs 0)" \
 		"cable 1's client:" "$(vm a cat /tmp/cli1.log)"
 fi
-wait_for "! vm b pgrep odl_tb5_cli" 120
+wait_for "vm b grep -q srv-exit= /tmp/srv0.log && vm b grep -q srv-exit= /tmp/srv1.log" 120
 "$VMPAIR" cable --link 1 fault clear >/dev/null
 wait_for "! vm a test -e $dev1_a" 60
 "$VMPAIR" cable --link 1 plug >/dev/null
