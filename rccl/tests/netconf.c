@@ -3895,19 +3895,33 @@ static void fault_exchange(uint32_t seed)
 static void fault_degraded(int round)
 {
 	uint64_t deg0 = stats_degraded(), deg;
-	int down = 0;
+	double t0 = now_s();
+	int down, probes = 0;
 	ncclResult_t e;
 
+	/*
+	 * The comm that failed may have heard of the pull before the pulled
+	 * cable's own device did (its driver notices the link going down a
+	 * moment later, on a slow machine seconds later): probe until a cable
+	 * refuses, for up to 60 s.
+	 */
+	for (;;) {
+		down = 0;
+		probes++;
+		for (int k = 0; k < g_fuse_n; k++) {
+			e = listen_probe(k);
+			CHECK(e == ncclSuccess || nccl_link_error(e), "fault: listen on device %d returned %d",
+			      k, (int)e);
+			down += e != ncclSuccess;
+		}
+		if (down || now_s() - t0 >= 60)
+			break;
+		sleep_ms(250);
+	}
+	CHECK(down == 1, "fault: %d of the fused device's %d cables refuse a listen (1 expected; %d probes in %.1f s)",
+	      down, g_fuse_n, probes, now_s() - t0);
 	e = listen_probe(g_dev);
 	CHECK(e == ncclSuccess, "fault: listen on the fused device with one cable out returned %d", (int)e);
-	for (int k = 0; k < g_fuse_n; k++) {
-		e = listen_probe(k);
-		CHECK(e == ncclSuccess || nccl_link_error(e), "fault: listen on device %d returned %d", k,
-		      (int)e);
-		down += e != ncclSuccess;
-	}
-	CHECK(down == 1, "fault: %d of the fused device's %d cables refuse a listen (1 expected)", down,
-	      g_fuse_n);
 	barrier();
 	fault_exchange(888 + (uint32_t)round);
 	deg = stats_degraded() - deg0;
