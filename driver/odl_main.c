@@ -1638,20 +1638,26 @@ static void odl_rx_held_lost(struct odl_dev *dev)
 	struct odl_frame *fr;
 	struct odl_rx_hdr o, cur = { 0 };
 	bool seq_valid = dev->rx.seq_valid, alt = dev->rx.seq_alt_valid;
-	bool in_msg = false, lost = false, was_in, gap, quiet;
+	bool in_msg = false, lost = false, was_in, gap = false, known, quiet;
 	u32 expect = dev->rx.expect_seq, alt_seq = dev->rx.seq_alt;
 	int bad;
 
 	list_for_each_entry(fr, &dev->rx_held, list) {
 		bad = 0;
 		if (fr->frame.flags &
-		    (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN))
+		    (RING_DESC_CRC_ERROR | RING_DESC_BUFFER_OVERRUN)) {
 			bad = -EIO;
-		else if (!odl_rx_hdr_parse(dev, fr, &o) ||
-			 (seq_valid && o.seq != expect &&
-			  !(alt && o.seq == alt_seq) &&
-			  o.seq - expect >= ODL_SEQ_WINDOW))
+		} else if (!odl_rx_hdr_parse(dev, fr, &o)) {
 			bad = -EBADMSG;
+		} else {
+			/* a frame missing before this one; too far ahead is
+			 * not a gap but a broken frame
+			 */
+			gap = seq_valid && o.seq != expect &&
+			      !(alt && o.seq == alt_seq);
+			if (gap && o.seq - expect >= ODL_SEQ_WINDOW)
+				bad = -EBADMSG;
+		}
 		if (bad) {
 			/* the message under way (reported) takes it; else
 			 * anything may be lost (one event for a run)
@@ -1665,8 +1671,6 @@ static void odl_rx_held_lost(struct odl_dev *dev)
 			alt = false;
 			continue;
 		}
-		gap = seq_valid && o.seq != expect &&
-		      !(alt && o.seq == alt_seq);
 		/* a start while a message is under way: the gap is its */
 		if (in_msg && !o.off)
 			gap = false;
@@ -1692,8 +1696,9 @@ static void odl_rx_held_lost(struct odl_dev *dev)
 			 * frame is missing and the message just ended had
 			 * this port and key (the frame is that one's)
 			 */
-			quiet = odl_rx_failed_has(dev, o.msg_id, o.dst, o.key,
+			known = odl_rx_failed_has(dev, o.msg_id, o.dst, o.key,
 						  false);
+			quiet = known;
 			if (o.off)
 				quiet = quiet || lost ||
 					(was_in && !gap && o.dst == cur.dst &&
@@ -1702,8 +1707,7 @@ static void odl_rx_held_lost(struct odl_dev *dev)
 				odl_deliver_error(dev, o.dst, o.src, o.key,
 						  o.off ? -EPROTO :
 						  -ECONNRESET);
-			if (!odl_rx_failed_has(dev, o.msg_id, o.dst, o.key,
-					       false))
+			if (!known)
 				odl_rx_failed_add(dev, o.msg_id, o.dst, o.key);
 			lost = false;
 			cur = o;
