@@ -79,6 +79,16 @@ module_param(rx_stall_ms, uint, 0644);
 MODULE_PARM_DESC(rx_stall_ms,
 		 "how long a message may hold the RX ring while its port has no RECV posted and the pending queue is full, then it is dropped (default: 10000)");
 
+/* features whose absence is a state the protocol already has (an older
+ * peer's), so a user may withhold them
+ */
+#define ODL_FEAT_OPTIONAL (ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_EMPTY)
+
+static unsigned int features_off;
+module_param(features_off, uint, 0444);
+MODULE_PARM_DESC(features_off,
+		 "features not offered at login, as a peer before them would not: 0x8 keyed messages, 0x10 empty messages; both sides then go without them (default: 0)");
+
 /* not atomic: two devices reallocating at once may both take the last one */
 static unsigned int test_realloc_fail;
 module_param(test_realloc_fail, uint, 0644);
@@ -246,8 +256,9 @@ static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
 
 static u32 odl_local_features(const struct odl_dev *dev)
 {
-	return (dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS |
-	       ODL_TB5_FEAT_RX_READY | ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_EMPTY;
+	return ((dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS |
+		ODL_TB5_FEAT_RX_READY | ODL_TB5_FEAT_KEYED |
+		ODL_TB5_FEAT_EMPTY) & ~features_off;
 }
 
 /* ---------------------------------------------------------------------
@@ -2892,6 +2903,11 @@ static int __init odl_init(void)
 		odl_e2e_mode = ODL_E2E_OFF;
 	} else {
 		pr_err("e2e=%s: must be auto, on or off\n", e2e);
+		return -EINVAL;
+	}
+	if (features_off & ~ODL_FEAT_OPTIONAL) {
+		pr_err("features_off %#x: must be 0x8 (keyed), 0x10 (empty messages) or both\n",
+		       features_off);
 		return -EINVAL;
 	}
 	if (odl_busy_poll > ODL_BUSY_POLL_MAX_US) {

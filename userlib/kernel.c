@@ -343,36 +343,52 @@ static int k_wait_peer(struct odl_tb5 *h, int timeout_ms)
 #define K_LIB_FEATURES (ODL_TB5_FEAT_DMABUF | ODL_TB5_FEAT_POLLFD | \
 			ODL_TB5_FEAT_ZEROCOPY | ODL_TB5_FEAT_PORTS)
 
+/*
+ * What GET_INFO says of device @path, as the library reports it: the
+ * library's own features and the driver's, and, while @connected, those
+ * the driver agreed with the peer at login (E2E, keys, empty messages:
+ * until a login they are only this side's offer). The other fields (port,
+ * state, max_msg_size) are the caller's.
+ */
+static void k_info_fill(struct odl_tb5_info *o, const struct odl_tb5_kinfo *ki,
+			const char *path, bool connected)
+{
+	uint64_t agreed = connected ? ki->features : 0;
+
+	snprintf(o->backend, sizeof(o->backend), "kernel");
+	snprintf(o->name, sizeof(o->name), "%s", path);
+	o->index = (int32_t)ki->dev_index;
+	memcpy(o->local_uuid, ki->local_uuid, 16);
+	memcpy(o->peer_uuid, ki->peer_uuid, 16);
+	o->link_speed_gbps = ki->link_speed_gbps;
+	o->link_lanes = ki->link_lanes;
+	o->abi_version = ((uint32_t)ki->abi_major << 16) | ki->abi_minor;
+	o->features = K_LIB_FEATURES |
+		((agreed & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0) |
+		(ki->abi_minor >= 4 && (agreed & K_FEAT_KEYED) ?
+		 ODL_TB5_FEAT_KEYED : 0) |
+		(ki->abi_minor >= 5 ? ODL_TB5_FEAT_URGENT : 0) |
+		(ki->abi_minor >= 9 && (agreed & K_FEAT_EMPTY) ?
+		 ODL_TB5_FEAT_EMPTY : 0);
+	o->tx_depth = K_MAX_OUTSTANDING;
+	o->rx_depth = K_MAX_OUTSTANDING;
+	o->ring_bytes = (uint64_t)ki->tx_ring_size * ki->frame_size;
+}
+
 static int k_info(struct odl_tb5 *h, struct odl_tb5_info *info)
 {
 	struct kpriv *k = K(h);
 	struct odl_tb5_kinfo ki;
 	int r;
 
+	/* the state first: reported connected, the features are agreed */
+	k_refresh_state(h);
 	r = get_info(k->fd, &ki);
 	if (r)
 		return r;
-	k_refresh_state(h);
-	snprintf(info->backend, sizeof(info->backend), "kernel");
-	snprintf(info->name, sizeof(info->name), "%s", k->path);
-	info->index = (int32_t)ki.dev_index;
-	memcpy(info->local_uuid, ki.local_uuid, 16);
-	memcpy(info->peer_uuid, ki.peer_uuid, 16);
-	info->link_speed_gbps = ki.link_speed_gbps;
-	info->link_lanes = ki.link_lanes;
-	info->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
+	k_info_fill(info, &ki, k->path, ki.state == K_STATE_CONNECTED);
 	info->state = (uint32_t)k->state;
-	info->features = K_LIB_FEATURES |
-		((ki.features & K_FEAT_E2E) ? ODL_TB5_FEAT_E2E : 0) |
-		(ki.abi_minor >= 4 && (ki.features & K_FEAT_KEYED) ?
-		 ODL_TB5_FEAT_KEYED : 0) |
-		(ki.abi_minor >= 5 ? ODL_TB5_FEAT_URGENT : 0) |
-		(ki.abi_minor >= 9 && (ki.features & K_FEAT_EMPTY) ?
-		 ODL_TB5_FEAT_EMPTY : 0);
-	info->tx_depth = K_MAX_OUTSTANDING;
-	info->rx_depth = K_MAX_OUTSTANDING;
 	info->max_msg_size = k->max_msg;
-	info->ring_bytes = (uint64_t)ki.tx_ring_size * ki.frame_size;
 	return 0;
 }
 
@@ -1047,20 +1063,10 @@ ODL_EXPORT int odl_tb5_list(struct odl_tb5_info *infos, size_t max)
 			struct odl_tb5_info *o = &infos[n];
 
 			memset(o, 0, sizeof(*o));
-			snprintf(o->backend, sizeof(o->backend), "kernel");
-			snprintf(o->name, sizeof(o->name), "%s", path);
-			o->index = (int32_t)ki.dev_index;
-			memcpy(o->local_uuid, ki.local_uuid, 16);
-			memcpy(o->peer_uuid, ki.peer_uuid, 16);
-			o->link_speed_gbps = ki.link_speed_gbps;
-			o->link_lanes = ki.link_lanes;
-			o->abi_version = ((uint32_t)ki.abi_major << 16) | ki.abi_minor;
+			k_info_fill(o, &ki, path, ki.state == K_STATE_CONNECTED);
 			o->state = ki.state == K_STATE_CONNECTED ?
 				ODL_TB5_STATE_CONNECTED : ODL_TB5_STATE_WAITING;
-			o->features = K_LIB_FEATURES;
-			o->tx_depth = o->rx_depth = K_MAX_OUTSTANDING;
 			o->max_msg_size = ki.max_msg_size;
-			o->ring_bytes = (uint64_t)ki.tx_ring_size * ki.frame_size;
 		}
 		n++;
 		close(fd);

@@ -4,10 +4,15 @@
 # (each with its expected errno, and the state unchanged afterwards), then
 # 60 s of random ioctl calls (odl_xfer fuzz, seeded: ODL_FUZZ_SEED,
 # ODL_FUZZ_SECONDS) on both guests at once; then the device still moves
-# verified data and dmesg is clean (no oops, no WARN).
+# verified data. Last, b is loaded again withholding keyed and empty
+# messages at login (features_off=0x18, as a driver before them): neither
+# side has them afterwards, a's SEND with a key and its empty SEND are
+# refused (-EOPNOTSUPP, in the bad-input table), odl_tb5_cli refuses
+# --size 0 saying why, and data still moves. dmesg is clean (no oops, no
+# WARN).
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 8
+tap_plan 12
 tap_timeout 1200
 FUZZ_SEED=${ODL_FUZZ_SEED:-0x0d1f022}
 FUZZ_SECONDS=${ODL_FUZZ_SECONDS:-60}
@@ -16,9 +21,11 @@ pair_up
 for v in a b; do
 	odl_put $v || bail_out "cannot copy the driver into $v"
 done
-check "bad module parameters refused (ring_size=100, 32768; e2e=maybe)" \
+check "bad module parameters refused (ring_size=100, 32768; e2e=maybe; features_off=0x1, 0x20)" \
 	vm b sh -c '! insmod /tmp/odl_tb5.ko ring_size=100 && ! insmod /tmp/odl_tb5.ko ring_size=32768 &&
-		! insmod /tmp/odl_tb5.ko e2e=maybe && dmesg | grep -q "ring_size 100: must be"'
+		! insmod /tmp/odl_tb5.ko e2e=maybe && ! insmod /tmp/odl_tb5.ko features_off=0x1 &&
+		! insmod /tmp/odl_tb5.ko features_off=0x20 && dmesg | grep -q "ring_size 100: must be" &&
+		dmesg | grep -q "features_off 0x20: must be"'
 for v in a b; do
 	odl_load $v || bail_out "cannot load odl_tb5 on $v"
 done
@@ -48,5 +55,49 @@ else
 fi
 odl_wait_connected a 60 && odl_wait_connected b 60
 check "device still works after the random calls: b -> a verified" odl_xfer_run b a 3 4 8 1,5000,70000
+
+# b as a peer without keyed and empty messages: features_off withholds them
+# at login, and the agreement leaves both sides without them
+features() {
+	vm "$1" /tmp/odl_xfer info 2>/dev/null | sed -n 's/^features=//p'
+}
+odl_unload b || bail_out "cannot unload odl_tb5 on b"
+wait_for "! vm a test -e /dev/odl_tb5_0" 120 || bail_out "a's device stayed after b unloaded"
+odl_load b features_off=0x18 || bail_out "cannot load odl_tb5 on b with features_off=0x18"
+odl_wait_connected a 180 && odl_wait_connected b 180 || bail_out "no login with features_off=0x18 on b"
+fa=$(features a) fb=$(features b)
+# the library's view (odl_tb5_list): no keyed, no empty; urgent is the
+# driver's own
+lf=$(vm a /tmp/odl_tb5_cli --list --json 2>&1 | python3 -c 'import json, sys
+print(" ".join(json.load(sys.stdin)["devices"][0]["features"]))' 2>&1)
+# 0x2: software credits, which every login keeps
+desc="b withholds keyed and empty messages (features_off=0x18): neither side has them after the login"
+if [ -n "$fa" ] && [ -n "$fb" ] && [ $((fa & 0x18)) = 0 ] && [ $((fb & 0x18)) = 0 ] &&
+	[ $((fa & 0x2)) != 0 ] && [ $((fb & 0x2)) != 0 ] &&
+	printf ' %s \n' "$lf" | grep -q ' urgent ' && ! printf ' %s \n' "$lf" | grep -Eq ' (keyed|empty) '; then
+	ok "$desc (GET_INFO a $fa, b $fb; a's odl_tb5_cli --list: $lf)"
+else
+	not_ok "$desc" "a: features '$fa'" "b: features '$fb'" "a: odl_tb5_cli --list: $lf" \
+		"$(vm a /tmp/odl_xfer info 2>&1)"
+fi
+out=$(vm a /tmp/odl_xfer badinput 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && echo "$out" | grep -q '^ok .*SEND length 0 (peer without empty messages) -> ' &&
+	echo "$out" | grep -q '^ok .*SEND with a key (peer without keyed messages) -> '; then
+	ok "bad-input table on a with that peer: an empty SEND and a keyed one refused (EOPNOTSUPP)" \
+		"$(echo "$out" | grep 'peer without')"
+else
+	not_ok "bad-input table on a with that peer: an empty SEND and a keyed one refused (EOPNOTSUPP)" \
+		"exit $rc" "$(echo "$out" | grep -v '^ok')" "$(echo "$out" | grep 'peer without')"
+fi
+out=$("$VMPAIR" exec a --timeout 120 -- /tmp/odl_tb5_cli --client --device 0 --test latency \
+	--size 0 --iterations 10 --timeout 30000 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q -- '--size 0: this device carries 1.. bytes'; then
+	ok "odl_tb5_cli --size 0 with that peer: refused, saying why (exit $rc)" "$out"
+else
+	not_ok "odl_tb5_cli --size 0 with that peer: refused, saying why" "exit $rc" "$out"
+fi
+check "with that peer data still moves: a -> b verified" odl_xfer_run a b 5 6 8 1,5000,70000
 odl_check_clean
 tap_done

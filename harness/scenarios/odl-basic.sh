@@ -4,7 +4,8 @@
 # plugged, /dev/odl_tb5_0 appears on both within 10 s and both log in;
 # GET_INFO shows the peer's UUID as the thunderbolt core sees it, and
 # `odl_tb5_cli --list` shows the device as the core and the driver see it
-# (peer, link rate and lanes, state, flow control), as text and as JSON.
+# (peer, link rate and lanes, state, flow control, the features agreed at
+# login), as text and as JSON.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
 tap_plan 13
@@ -61,22 +62,26 @@ assert d["lane_gbps"] == int(float(speed.split()[0])), "lane %d Gb/s, the core s
 assert d["lanes"] == lanes and d["link_gbps"] == lanes * d["lane_gbps"] > 0, d
 assert d["flow_control"] in ("e2e", "sw-credits", "none"), d["flow_control"]
 assert d["max_msg_size"] > 0 and d["ring_bytes"] > 0, d
-print("%s: %d Gb/s (%d x %d), ABI %s, flow control %s" % (d["name"], d["link_gbps"], d["lanes"], d["lane_gbps"], d["abi"], d["flow_control"]))
+# agreed with the peer at login (both sides run this driver: everything)
+want = {"keyed", "empty", "urgent", "ports"}
+assert want <= set(d["features"]), "features %s, want %s too" % (d["features"], sorted(want - set(d["features"])))
+print("%s: %d Gb/s (%d x %d), ABI %s, flow control %s, features %s" % (d["name"], d["link_gbps"], d["lanes"], d["lane_gbps"], d["abi"], d["flow_control"], " ".join(d["features"])))
 PYEOF
 }
 for v in a b; do
 	[ $v = a ] && o=b || o=a
 	if out=$(cli_list_check $v $o 2>&1); then
-		ok "$v: odl_tb5_cli --list --json: one device, connected, the core's peer UUID, link rate and lanes" "$out"
+		ok "$v: odl_tb5_cli --list --json: one device, connected, the core's peer UUID, link rate and lanes, the features agreed at login" "$out"
 	else
-		not_ok "$v: odl_tb5_cli --list --json: one device, connected, the core's peer UUID, link rate and lanes" \
+		not_ok "$v: odl_tb5_cli --list --json: one device, connected, the core's peer UUID, link rate and lanes, the features agreed at login" \
 			"$out" "$(cat "$VMPAIR_STATE/list-$v.json")"
 	fi
 done
-check "odl_tb5_cli --list (text) on a: the device, connected, its link" \
+check "odl_tb5_cli --list (text) on a: the device, connected, its link, its features" \
 	vm a sh -c '/tmp/odl_tb5_cli --list | grep -q "^/dev/odl_tb5_0" &&
 		/tmp/odl_tb5_cli --list | grep -q "state: *connected" &&
-		/tmp/odl_tb5_cli --list | grep -Eq "link: *[0-9]+ Gb/s \([0-9]+ x [0-9]+ Gb/s\)"'
+		/tmp/odl_tb5_cli --list | grep -Eq "link: *[0-9]+ Gb/s \([0-9]+ x [0-9]+ Gb/s\)" &&
+		/tmp/odl_tb5_cli --list | grep -Eq "features: .*keyed.* empty"'
 check "device mode 0660" vm a sh -c '[ "$(stat -c %a /dev/odl_tb5_0)" = 660 ]'
 odl_check_clean
 tap_done

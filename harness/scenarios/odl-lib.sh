@@ -183,7 +183,7 @@ odl_problems() {
 		{ lvl = substr($0, 2, index($0, ">") - 2) + 0; lvl = lvl % 8 }
 		/WARNING:|Call Trace|Oops|BUG:|general protection|Kernel panic/ { print; next }
 		/module verification failed|taints kernel/ { next }
-		/odl_tb5: (ring_size|e2e=|busy_poll).*must be|odl_tb5: busy_poll/ { next }
+		/odl_tb5: (ring_size|e2e=|busy_poll|features_off).*must be|odl_tb5: busy_poll/ { next }
 		lvl <= 4 && /odl_tb5/ { print }'\'''
 }
 

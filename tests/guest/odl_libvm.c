@@ -74,6 +74,9 @@
  *   odl_libvm [--device N] [--port P] emptysend SIZE
  *       the peer of emptyrecv: a 1-byte message, then an empty one
  *
+ * Every mode first checks the handle's odl_tb5_info once the peer is there:
+ * its port, connected, and keyed and empty messages agreed at login.
+ *
  * Exit 0 on success, 1 on a failed check, 2 on bad usage.
  */
 #include <errno.h>
@@ -175,6 +178,7 @@ static int open_dev(int dev, unsigned int port, uint32_t flags, uint64_t size,
 		    unsigned int nmsg)
 {
 	struct odl_tb5_open_opts o;
+	struct odl_tb5_info in;
 	int r;
 
 	odl_tb5_open_opts_init(&o);
@@ -187,6 +191,20 @@ static int open_dev(int dev, unsigned int port, uint32_t flags, uint64_t size,
 	r = odl_tb5_wait_peer(h, PEER_MS);
 	if (r)
 		return fail("wait for the peer", r);
+	/* a connected handle's info: its port, and the features agreed at
+	 * login (both sides run this driver, so keys and empty messages)
+	 */
+	r = odl_tb5_info(h, &in);
+	if (r)
+		return fail("info", r);
+	if (in.port != port || in.state != ODL_TB5_STATE_CONNECTED ||
+	    (in.features & (ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_EMPTY)) !=
+		    (ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_EMPTY)) {
+		fprintf(stderr, "odl_libvm: info: port %u state %u features 0x%x (want port %u, "
+			"connected, keyed and empty messages)\n", in.port, in.state,
+			in.features, port);
+		return 1;
+	}
 	return 0;
 }
 

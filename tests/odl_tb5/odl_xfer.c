@@ -1932,6 +1932,15 @@ static int cmd_badinput(void)
 	else
 		expect("SEND length 0 (peer without empty messages)",
 		       ioctl(fd, ODL_TB5_IOC_SEND, &s), EOPNOTSUPP);
+	/* 1.4: a key only to a peer that agreed to keys (with one, this SEND
+	 * would go out: the odl-badinput scenario's features_off round runs it)
+	 */
+	if (!(in.features & ODL_TB5_FEAT_KEYED)) {
+		s.offset = 0; s.length = 1; s.key = 9;
+		expect("SEND with a key (peer without keyed messages)",
+		       ioctl(fd, ODL_TB5_IOC_SEND, &s), EOPNOTSUPP);
+		s.key = 0; s.length = 0;
+	}
 	s.offset = 0; s.dst_port = 0;
 	expect("SEND length 0 dst_port 0", ioctl(fd, ODL_TB5_IOC_SEND, &s), EINVAL);
 	s.dst_port = 1;

@@ -1541,6 +1541,24 @@ static const char *state_name(uint32_t st)
 	return st < 4 ? names[st] : "unknown";
 }
 
+/* the feature bits by name, space-separated, or as JSON strings */
+static void feature_names(uint32_t f, bool json, char *out, size_t len)
+{
+	static const char *const names[] = { "dmabuf", "pollfd", "e2e", "zerocopy",
+					     "keyed", "urgent", "ports", "empty" };
+	size_t used = 0;
+
+	out[0] = 0;
+	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]) && used < len; i++) {
+		if (!(f & (1u << i)))
+			continue;
+		used += (size_t)snprintf(out + used, len - used, json ? "%s\"%s\"" : "%s%s",
+					 used ? (json ? "," : " ") : "", names[i]);
+	}
+	if (used >= len) /* cut: keep none rather than half a name */
+		out[0] = 0;
+}
+
 static int info_cmp(const void *a, const void *b)
 {
 	const struct odl_tb5_info *x = a, *y = b;
@@ -1567,7 +1585,7 @@ static int run_list(void)
 		printf("{\"devices\":[");
 	for (int i = 0; i < n; i++) {
 		const struct odl_tb5_info *d = &inf[i];
-		char local[37], peer[37], fc[64], mit[256], cnt[2048];
+		char local[37], peer[37], fc[64], mit[256], cnt[2048], feat[128];
 		uint32_t total = d->link_speed_gbps * d->link_lanes;
 
 		odl_tb5_uuid_to_str(d->local_uuid, local);
@@ -1575,16 +1593,18 @@ static int run_list(void)
 		sysfs_attr(d->index, "flow_control", fc, sizeof(fc));
 		sysfs_attr(d->index, "mitigations", mit, sizeof(mit));
 		sysfs_counters(d->index, O.json, cnt, sizeof(cnt));
+		feature_names(d->features, O.json, feat, sizeof(feat));
 		if (O.json) {
 			printf("%s{\"name\":\"%s\",\"index\":%d,\"state\":\"%s\","
 			       "\"local_uuid\":\"%s\",\"peer_uuid\":\"%s\","
 			       "\"link_gbps\":%u,\"lane_gbps\":%u,\"lanes\":%u,"
 			       "\"abi\":\"%u.%u\",\"max_msg_size\":%" PRIu64 ","
-			       "\"ring_bytes\":%" PRIu64 ",\"flow_control\":\"%s\","
+			       "\"ring_bytes\":%" PRIu64 ",\"features\":[%s],\"flow_control\":\"%s\","
 			       "\"mitigations\":\"%s\",\"statistics\":{%s}}",
 			       i ? "," : "", d->name, d->index, state_name(d->state), local, peer,
 			       total, d->link_speed_gbps, d->link_lanes, d->abi_version >> 16,
-			       d->abi_version & 0xffff, d->max_msg_size, d->ring_bytes, fc, mit, cnt);
+			       d->abi_version & 0xffff, d->max_msg_size, d->ring_bytes, feat, fc, mit,
+			       cnt);
 			continue;
 		}
 		printf("%s\n", d->name);
@@ -1599,6 +1619,8 @@ static int run_list(void)
 		printf("  driver ABI:    %u.%u\n", d->abi_version >> 16, d->abi_version & 0xffff);
 		printf("  max message:   %" PRIu64 " bytes\n", d->max_msg_size);
 		printf("  ring:          %" PRIu64 " bytes per direction\n", d->ring_bytes);
+		/* keyed, empty, e2e: agreed with the peer at login (none while waiting) */
+		printf("  features:      %s\n", feat[0] ? feat : "(none)");
 		if (fc[0])
 			printf("  flow control:  %s\n", fc);
 		if (mit[0])
@@ -1634,7 +1656,7 @@ static void usage(FILE *f)
 "  -s, --server              wait for a client, run the test it asks for\n"
 "  -c, --client              run a test against a server\n"
 "  -l, --list                the kernel devices (/dev/odl_tb5_N): state, peer,\n"
-"                            link rate, driver ABI, limits, flow control\n"
+"                            link rate, driver ABI, limits, features, flow control\n"
 "  -d, --device SPEC         device index (0), /dev/odl_tb5_N, peer UUID, or\n"
 "                            shm:NAME (shared memory; server = side a, client = b)\n"
 "                            default: $ODL_TB5_DEVICE, else 0\n"
