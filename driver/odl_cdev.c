@@ -180,10 +180,63 @@ static ssize_t rx_held_show(struct device *d, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(rx_held);
 
+/* " KEY=name,name" for the login feature bits in @f ("-" for none) */
+static int odl_emit_features(char *buf, int at, const char *key, u32 f)
+{
+	static const struct {
+		u32 bit;
+		const char *name;
+	} feats[] = {
+		{ ODL_TB5_FEAT_E2E, "e2e" },
+		{ ODL_TB5_FEAT_SW_CREDITS, "sw-credits" },
+		{ ODL_TB5_FEAT_RX_READY, "rx-ready" },
+		{ ODL_TB5_FEAT_KEYED, "keyed" },
+		{ ODL_TB5_FEAT_EMPTY, "empty" },
+	};
+	bool none = true;
+	unsigned int i;
+
+	at += sysfs_emit_at(buf, at, "%s%s=", at ? " " : "", key);
+	for (i = 0; i < ARRAY_SIZE(feats); i++) {
+		if (!(f & feats[i].bit))
+			continue;
+		at += sysfs_emit_at(buf, at, "%s%s", none ? "" : ",",
+				    feats[i].name);
+		none = false;
+	}
+	if (none)
+		at += sysfs_emit_at(buf, at, "-");
+	return at;
+}
+
+/*
+ * The login features: what this side offers, what the peer's last LOGIN
+ * offered, what the two agreed on (none before a login), and what the
+ * features_off parameter withholds. Unlocked reads of words the login
+ * work writes: a snapshot, as any sysfs file.
+ */
+static ssize_t features_show(struct device *d, struct device_attribute *attr,
+			     char *buf)
+{
+	struct odl_dev *dev = dev_get_drvdata(d);
+	u32 peer = READ_ONCE(dev->peer_features);
+	int at = 0;
+
+	at = odl_emit_features(buf, at, "offered", odl_local_features(dev));
+	at = odl_emit_features(buf, at, "peer", peer);
+	at = odl_emit_features(buf, at, "agreed",
+			       READ_ONCE(dev->features) & peer);
+	at = odl_emit_features(buf, at, "withheld", odl_features_withheld());
+	at += sysfs_emit_at(buf, at, "\n");
+	return at;
+}
+static DEVICE_ATTR_RO(features);
+
 static struct attribute *odl_dev_attrs[] = {
 	&dev_attr_flow_control.attr,
 	&dev_attr_mitigations.attr,
 	&dev_attr_rx_held.attr,
+	&dev_attr_features.attr,
 	NULL,
 };
 

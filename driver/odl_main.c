@@ -113,6 +113,11 @@ u32 odl_e2e_setting(void)
 	return odl_e2e_mode;
 }
 
+u32 odl_features_withheld(void)
+{
+	return features_off;
+}
+
 static struct tb_property_dir *odl_dir;
 
 /* ---------------------------------------------------------------------
@@ -254,9 +259,11 @@ static void odl_fill_hdr(struct odl_xd_hdr *hdr, u64 route, u8 sequence,
 	hdr->command_id = command_id;
 }
 
-static u32 odl_local_features(const struct odl_dev *dev)
+u32 odl_local_features(const struct odl_dev *dev)
 {
-	return ((dev->e2e ? ODL_TB5_FEAT_E2E : 0) | ODL_TB5_FEAT_SW_CREDITS |
+	/* also read unlocked (sysfs features) */
+	return ((READ_ONCE(dev->e2e) ? ODL_TB5_FEAT_E2E : 0) |
+		ODL_TB5_FEAT_SW_CREDITS |
 		ODL_TB5_FEAT_RX_READY | ODL_TB5_FEAT_KEYED |
 		ODL_TB5_FEAT_EMPTY) & ~features_off;
 }

@@ -389,6 +389,8 @@ struct odl_file {
 #define ODL_BUSY_POLL_MAX_US 10000	/* busy_poll's bound */
 extern unsigned int odl_busy_poll;
 u32 odl_e2e_setting(void);
+u32 odl_local_features(const struct odl_dev *dev);
+u32 odl_features_withheld(void);
 void odl_dev_put(struct odl_dev *dev);
 int odl_queue_send(struct odl_dev *dev, struct odl_send *s);
 int odl_post_recv(struct odl_dev *dev, struct odl_file *f,

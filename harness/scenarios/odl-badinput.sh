@@ -66,6 +66,10 @@ wait_for "! vm a test -e /dev/odl_tb5_0" 120 || bail_out "a's device stayed afte
 odl_load b features_off=0x18 || bail_out "cannot load odl_tb5 on b with features_off=0x18"
 odl_wait_connected a 180 && odl_wait_connected b 180 || bail_out "no login with features_off=0x18 on b"
 fa=$(features a) fb=$(features b)
+# the drivers' account (sysfs features): b withheld them, a saw them missing
+# from b's offer while offering them itself
+sa=$(vm a cat /sys/class/odl_tb5/odl_tb5_0/features 2>&1)
+sb=$(vm b cat /sys/class/odl_tb5/odl_tb5_0/features 2>&1)
 # the library's view (odl_tb5_list): no keyed, no empty; urgent is the
 # driver's own
 lf=$(vm a /tmp/odl_tb5_cli --list --json 2>&1 | python3 -c 'import json, sys
@@ -74,11 +78,14 @@ print(" ".join(json.load(sys.stdin)["devices"][0]["features"]))' 2>&1)
 desc="b withholds keyed and empty messages (features_off=0x18): neither side has them after the login"
 if [ -n "$fa" ] && [ -n "$fb" ] && [ $((fa & 0x18)) = 0 ] && [ $((fb & 0x18)) = 0 ] &&
 	[ $((fa & 0x2)) != 0 ] && [ $((fb & 0x2)) != 0 ] &&
-	printf ' %s \n' "$lf" | grep -q ' urgent ' && ! printf ' %s \n' "$lf" | grep -Eq ' (keyed|empty) '; then
-	ok "$desc (GET_INFO a $fa, b $fb; a's odl_tb5_cli --list: $lf)"
+	printf ' %s \n' "$lf" | grep -q ' urgent ' && ! printf ' %s \n' "$lf" | grep -Eq ' (keyed|empty) ' &&
+	printf ' %s\n' "$sb" | grep -q ' withheld=keyed,empty$' &&
+	printf ' %s\n' "$sa" | grep -Eq ' offered=([a-z0-9-]+,)*keyed,empty ' &&
+	! printf ' %s\n' "$sa" | grep -Eq ' (peer|agreed)=[^ ]*(keyed|empty)'; then
+	ok "$desc (GET_INFO a $fa, b $fb; a's odl_tb5_cli --list: $lf)" "a: $sa" "b: $sb"
 else
 	not_ok "$desc" "a: features '$fa'" "b: features '$fb'" "a: odl_tb5_cli --list: $lf" \
-		"$(vm a /tmp/odl_xfer info 2>&1)"
+		"a: sysfs features: $sa" "b: sysfs features: $sb" "$(vm a /tmp/odl_xfer info 2>&1)"
 fi
 out=$(vm a /tmp/odl_xfer badinput 2>&1)
 rc=$?

@@ -5,10 +5,11 @@
 # GET_INFO shows the peer's UUID as the thunderbolt core sees it, and
 # `odl_tb5_cli --list` shows the device as the core and the driver see it
 # (peer, link rate and lanes, state, flow control, the features agreed at
-# login), as text and as JSON.
+# login), as text and as JSON; the driver's sysfs features file shows both
+# offered keys and empty messages and agreed on them.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 13
+tap_plan 14
 tap_timeout 600
 odl_need_build
 pair_up --unplugged
@@ -82,6 +83,22 @@ check "odl_tb5_cli --list (text) on a: the device, connected, its link, its feat
 		/tmp/odl_tb5_cli --list | grep -q "state: *connected" &&
 		/tmp/odl_tb5_cli --list | grep -Eq "link: *[0-9]+ Gb/s \([0-9]+ x [0-9]+ Gb/s\)" &&
 		/tmp/odl_tb5_cli --list | grep -Eq "features: .*keyed.* empty"'
+# the driver's own account of the login features (sysfs features): both
+# offered everything, nothing withheld, keys and empty messages agreed
+feat_ok=1 feat_out=
+for v in a b; do
+	f=$(vm $v cat /sys/class/odl_tb5/odl_tb5_0/features 2>&1)
+	feat_out="$feat_out$v: $f
+"
+	printf ' %s\n' "$f" | grep -Eq ' agreed=([a-z0-9-]+,)*keyed,empty( |$)' &&
+		printf ' %s\n' "$f" | grep -Eq ' peer=([a-z0-9-]+,)*keyed,empty( |$)' &&
+		printf ' %s\n' "$f" | grep -q ' withheld=-$' || feat_ok=0
+done
+if [ $feat_ok = 1 ]; then
+	ok "sysfs features on both: keyed and empty messages offered by the peer and agreed, nothing withheld" "$feat_out"
+else
+	not_ok "sysfs features on both: keyed and empty messages offered by the peer and agreed, nothing withheld" "$feat_out"
+fi
 check "device mode 0660" vm a sh -c '[ "$(stat -c %a /dev/odl_tb5_0)" = 660 ]'
 odl_check_clean
 tap_done
