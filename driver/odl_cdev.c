@@ -108,7 +108,10 @@ static long odl_ioc_info(struct odl_file *f, unsigned long arg)
 				     ODL_TB5_STATE_DISCONNECTED;
 	info.proto_version = dev->proto_version;
 	info.generation = dev->generation;
-	info.features = dev->features;
+	/* what both agreed at the last login, in force only while data can
+	 * flow: before a login dev->features is this side's offer alone
+	 */
+	info.features = dev->tx_ready ? READ_ONCE(dev->features) : 0;
 	info.bound_port = f->port;
 	info.flow_control = dev->flow;
 	info.link_changes = dev->stats.link_changes;
@@ -523,7 +526,8 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	if (!dst_port || dst_port > ODL_TB5_MAX_PORT)
 		return -EINVAL;
 	/* 1.9: an empty message, to a peer that agreed to them */
-	if (!length && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_EMPTY))
+	if (!length && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_EMPTY) &&
+	    !READ_ONCE(odl_test_send_unagreed))
 		return -EOPNOTSUPP;
 	if (length > ODL_MAX_MSG ||
 	    ((flags & ODL_TB5_F_URGENT) && length > ODL_TB5_URGENT_MAX))
@@ -532,7 +536,8 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	if (!port)
 		return -EDESTADDRREQ;
 	/* a key means nothing to a peer that did not agree to keys */
-	if (key && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_KEYED))
+	if (key && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_KEYED) &&
+	    !READ_ONCE(odl_test_send_unagreed))
 		return -EOPNOTSUPP;
 	ret = odl_region(f, flags & ODL_TB5_F_DMABUF, buf_id, true, offset,
 			 length, &reg);

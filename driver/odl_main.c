@@ -100,6 +100,11 @@ module_param(test_path_delay_ms, uint, 0644);
 MODULE_PARM_DESC(test_path_delay_ms,
 		 "testing: wait this long, at most 10000 ms, after starting the rings and before enabling the DMA paths at login (a slow controller; odl-unplug uses it), 0 = none (default: 0)");
 
+bool odl_test_send_unagreed;
+module_param_named(test_send_unagreed, odl_test_send_unagreed, bool, 0644);
+MODULE_PARM_DESC(test_send_unagreed,
+		 "testing: SENDs with a key and empty SENDs go out even to a peer that did not agree to them at login, as from a hostile peer (odl-badinput checks the receiver drops them) (default: N)");
+
 unsigned int odl_busy_poll;
 module_param_named(busy_poll, odl_busy_poll, uint, 0644);
 MODULE_PARM_DESC(busy_poll,
@@ -2506,6 +2511,20 @@ static void odl_peer_work(struct work_struct *work)
 	     hopid != dev->remote_transmit_path)) {
 		/* the peer restarted: drop the old connection, log in again */
 		odl_disconnect(dev, "peer logged in again");
+		odl_login_stale(dev);
+	} else if (dev->login_received && dev->connected &&
+		   (ring != dev->peer_ring_size || feat != dev->peer_features)) {
+		/* The same session on other terms: the peer followed this
+		 * side off E2E (or is broken). This connection was set up on
+		 * the old ones (flow control, window); a new session of ours
+		 * makes both sides set up again, and the SENDs queued here
+		 * wait for it, as in a fallback.
+		 */
+		spin_lock(&dev->lock);
+		dev->resuming = true;
+		spin_unlock(&dev->lock);
+		odl_disconnect(dev, "peer changed its login terms");
+		dev->local_session = get_random_u32() | 1;
 		odl_login_stale(dev);
 	}
 	if (odl_e2e_mode == ODL_E2E_AUTO && dev->e2e && !dev->connected &&

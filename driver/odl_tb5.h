@@ -388,6 +388,7 @@ struct odl_file {
 /* odl_main.c */
 #define ODL_BUSY_POLL_MAX_US 10000	/* busy_poll's bound */
 extern unsigned int odl_busy_poll;
+extern bool odl_test_send_unagreed;
 u32 odl_e2e_setting(void);
 u32 odl_local_features(const struct odl_dev *dev);
 u32 odl_features_withheld(void);

@@ -346,9 +346,10 @@ static int k_wait_peer(struct odl_tb5 *h, int timeout_ms)
 /*
  * What GET_INFO says of device @path, as the library reports it: the
  * library's own features and the driver's, and, while @connected, those
- * the driver agreed with the peer at login (E2E, keys, empty messages:
- * until a login they are only this side's offer). The other fields (port,
- * state, max_msg_size) are the caller's.
+ * the driver agreed with the peer at login (E2E, keys, empty messages).
+ * The driver reports those only while connected; one from before
+ * 2026-12-02 gave its own offer until a login, hence @connected here too.
+ * The other fields (port, state, max_msg_size) are the caller's.
  */
 static void k_info_fill(struct odl_tb5_info *o, const struct odl_tb5_kinfo *ki,
 			const char *path, bool connected)

@@ -80,7 +80,10 @@
 #define ODL_TB5_STATE_DISCONNECTED	0	/* peer known, not logged in */
 #define ODL_TB5_STATE_CONNECTED		1	/* logged in, paths up */
 
-/* odl_tb5_info.features: negotiated with the peer */
+/* odl_tb5_info.features: negotiated with the peer, reported only while
+ * state is CONNECTED (0 otherwise; drivers before 2026-12-02 gave this
+ * side's own offer until a login)
+ */
 #define ODL_TB5_FEAT_E2E	(1ull << 0)	/* end-to-end flow control */
 #define ODL_TB5_FEAT_SW_CREDITS	(1ull << 1)	/* 1.2: in-band software credits */
 #define ODL_TB5_FEAT_RX_READY	(1ull << 2)	/* 1.3: peer confirms its RX */

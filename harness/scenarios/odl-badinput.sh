@@ -5,14 +5,17 @@
 # 60 s of random ioctl calls (odl_xfer fuzz, seeded: ODL_FUZZ_SEED,
 # ODL_FUZZ_SECONDS) on both guests at once; then the device still moves
 # verified data. Last, b is loaded again withholding keyed and empty
-# messages at login (features_off=0x18, as a driver before them): neither
-# side has them afterwards, a's SEND with a key and its empty SEND are
+# messages at login (features_off=0x18, as a driver before them); while a
+# holds its paths back (test_path_delay_ms) its GET_INFO reports state
+# disconnected and no features; neither side has them afterwards, a's SEND with a key and its empty SEND are
 # refused (-EOPNOTSUPP, in the bad-input table), odl_tb5_cli refuses
-# --size 0 saying why, and data still moves. dmesg is clean (no oops, no
-# WARN).
+# --size 0 saying why; a keyed and an empty message sent to b anyway (a
+# hostile peer: a's testing parameter test_send_unagreed) are dropped by b
+# as bad headers and nothing of them reaches b's receiver; data still
+# moves. dmesg is clean (no oops, no WARN).
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 12
+tap_plan 14
 tap_timeout 1200
 FUZZ_SEED=${ODL_FUZZ_SEED:-0x0d1f022}
 FUZZ_SECONDS=${ODL_FUZZ_SECONDS:-60}
@@ -63,7 +66,22 @@ features() {
 }
 odl_unload b || bail_out "cannot unload odl_tb5 on b"
 wait_for "! vm a test -e /dev/odl_tb5_0" 120 || bail_out "a's device stayed after b unloaded"
+# a holds its paths back for 10 s once logged in (test_path_delay_ms), so
+# its device shows a while before data can flow: GET_INFO reports no
+# features then (nothing agreed in force; a driver before 2026-12-02 gave
+# its own offer)
+PD=/sys/module/odl_tb5/parameters/test_path_delay_ms
+vm a sh -c "echo 10000 > $PD" || bail_out "cannot set test_path_delay_ms on a"
 odl_load b features_off=0x18 || bail_out "cannot load odl_tb5 on b with features_off=0x18"
+wait_for "vm a test -e /dev/odl_tb5_0" 180 || bail_out "a's device did not come back with b loaded"
+early=$(vm a /tmp/odl_xfer info 2>&1)
+vm a sh -c "echo 0 > $PD"
+if printf '%s\n' "$early" | grep -qx 'state=disconnected' &&
+	printf '%s\n' "$early" | grep -qx 'features=0x0'; then
+	ok "a's GET_INFO before data can flow: state disconnected, no features agreed" "$early"
+else
+	not_ok "a's GET_INFO before data can flow: state disconnected, no features agreed" "$early"
+fi
 odl_wait_connected a 180 && odl_wait_connected b 180 || bail_out "no login with features_off=0x18 on b"
 fa=$(features a) fb=$(features b)
 # the drivers' account (sysfs features): b withheld them, a saw them missing
@@ -104,6 +122,32 @@ if [ $rc -ne 0 ] && echo "$out" | grep -q -- '--size 0: this device carries 1.. 
 	ok "odl_tb5_cli --size 0 with that peer: refused, saying why (exit $rc)" "$out"
 else
 	not_ok "odl_tb5_cli --size 0 with that peer: refused, saying why" "exit $rc" "$out"
+fi
+# a as a hostile peer (testing parameter test_send_unagreed): a keyed and
+# an empty message to b, which agreed to neither; b drops both as bad
+# headers (len_errors + 2) and its receiver on that port gets the verified
+# messages that follow, nothing before them
+UA=/sys/module/odl_tb5/parameters/test_send_unagreed
+le0=$(odl_stat b len_errors)
+vm b sh -c "rm -f /tmp/rx.6; setsid /tmp/odl_xfer recv -p 6 -q 5 -n 8 -s 1,5000,70000 > /tmp/rx.6 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/rx.6" 30 || bail_out "the receiver on b did not start" "$(vm b cat /tmp/rx.6)"
+vm a sh -c "echo 1 > $UA" || bail_out "cannot set test_send_unagreed on a"
+uout=$(vm a /tmp/odl_xfer unagreed -p 5 -q 6 2>&1)
+urc=$?
+vm a sh -c "echo 0 > $UA"
+wait_for "[ \$(odl_stat b len_errors) -ge $((le0 + 2)) ]" 60 >&2
+le1=$(odl_stat b len_errors)
+sout=$(vm a /tmp/odl_xfer send -p 5 -q 6 -n 8 -s 1,5000,70000 2>&1)
+src=$?
+wait_for "vm b grep -q received /tmp/rx.6" 60 >&2
+rout=$(vm b cat /tmp/rx.6)
+desc="a sends b a keyed and an empty message b did not agree to (test_send_unagreed): b drops both (len_errors +2), then receives 8 messages verified, nothing before them"
+if [ $urc = 0 ] && [ "$le1" = $((le0 + 2)) ] && [ $src = 0 ] &&
+	printf '%s\n' "$rout" | grep -q 'received 8 .* 0 bad'; then
+	ok "$desc" "a: $uout" "b: len_errors $le0 -> $le1" "a: $sout" "b: $rout"
+else
+	not_ok "$desc" "a: exit $urc: $uout" "b: len_errors $le0 -> $le1" "a: exit $src: $sout" "b: $rout" \
+		"b: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
 check "with that peer data still moves: a -> b verified" odl_xfer_run a b 5 6 8 1,5000,70000
 odl_check_clean

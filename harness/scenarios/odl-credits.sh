@@ -28,11 +28,17 @@
 #    does). Then, the rule still on, a
 #    second transfer is verified: software credits travel as odl_tb5
 #    frames, not as CREDIT messages.
+# 2b. b's odl_tb5 service unbound and bound again (modules loaded): b's
+#    new device offers E2E at first (a's service still does), a has
+#    fallen back: b follows, and a's TX toward b is on b's software
+#    credits whichever LOGIN came first (a connected on b's first terms
+#    sets its connection up again when b logs in on other ones); a
+#    transfer a -> b verified.
 # 3. dmesg clean on both but for the fallback's warning.
 # Needs build/driver (make driver), or ODL_BUILD_DRIVER for NAME@KERNEL.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 10
+tap_plan 12
 tap_timeout 2400
 odl_need_build
 pair_up
@@ -209,6 +215,42 @@ else
 		"a: $(mit a)" "b: $(mit b)"
 fi
 "$VMPAIR" cable fault clear >/dev/null
+
+# --- 2b. b's service bound again: b offers E2E, a has fallen back --------
+# the module stays loaded on both, so a's service still offers E2E and b's
+# new device starts with it; a, fallen back, logs in without: b follows,
+# logging in again in its session on other terms. Whichever LOGIN comes
+# first, a ends up with its TX on b's software credits (until 2026-12-02 a
+# that had connected on b's first LOGIN kept relying on b's E2E)
+SVC=/sys/bus/thunderbolt/drivers/odl_tb5
+svc=$(vm b sh -c "ls $SVC | grep -- '-' | head -n 1")
+# the kernel logs from here on (round 3 reads them whole)
+na=$(vm a sh -c 'dmesg | wc -l') nb=$(vm b sh -c 'dmesg | wc -l')
+since() { vm "$1" sh -c "dmesg | tail -n +$(($2 + 1)) | grep odl_tb5"; }
+vm b sh -c "echo $svc > $SVC/unbind" || bail_out "cannot unbind b's odl_tb5 service $svc"
+wait_for "vm a sh -c '/tmp/odl_xfer info | grep -q state=disconnected'" 60 >&2
+vm b sh -c "echo $svc > $SVC/bind" || bail_out "cannot bind b's odl_tb5 service $svc again"
+odl_wait_connected a 120 && odl_wait_connected b 120 ||
+	bail_out "no login after b's service was bound again" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
+ca=$(since a $na | grep 'connected: ' | tail -n 1) cb=$(since b $nb | grep 'connected: ' | tail -n 1)
+fa=$(odl_flow a) fb=$(odl_flow b)
+diag "a: $(since a $na | grep -E 'disconnected|changed')"
+desc="b's service bound again (offering E2E at first): b followed a, both on software credits, a's TX toward b on them"
+if since b $nb | grep -q "peer uses software credits: RX ring without E2E" &&
+	[ "$fa/$fb" = sw-credits/sw-credits ] &&
+	printf '%s\n' "$ca" | grep -q 'E2E off, TX flow control software credits$' &&
+	printf '%s\n' "$cb" | grep -q 'E2E off, TX flow control software credits$'; then
+	ok "$desc" "a: $ca" "b: $cb"
+else
+	not_ok "$desc" "flow $fa/$fb" "a: $(since a $na)" "b: $(since b $nb)"
+fi
+N=16 xfer 300 37 39
+if [ "$XFER_RC" = 0 ] && echo "$XFER_OUT" | grep -q ' 0 bad'; then
+	ok "after b's service was bound again: 16 x 1 MiB a -> b verified" "$XFER_OUT"
+else
+	not_ok "after b's service was bound again: 16 x 1 MiB a -> b verified" "exit $XFER_RC" "$XFER_OUT" \
+		"a: $(mit a)" "b: $(mit b)"
+fi
 
 # --- 3. nothing else went wrong -----------------------------------------
 for v in a b; do

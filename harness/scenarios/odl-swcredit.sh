@@ -8,8 +8,11 @@
 # long give way and the held frames are processed again; their credit goes
 # back only once they are on the ring again. Expected: 8 messages dropped,
 # none of a's sends lost, no RX overflow in b's model, no sequence errors,
-# data verified afterwards. Last, a stats reset on b (GET_STATS with
+# data verified afterwards. Then a stats reset on b (GET_STATS with
 # ODL_TB5_STATS_RESET) zeroes what it reported and keeps credit_frames.
+# Last, a is loaded again with e2e=off and b with e2e=auto (default): both
+# are on software credits from the login on (a's service offers no E2E),
+# and the same held-ring transfer overflows nothing on b.
 # Bug found with it (2026-11-29): on 6.12 b's model counted RX overflows
 # (15; 37 in a run where b had fallen back to software credits itself) and
 # b lost one message to a sequence gap; on 6.1 it passed, and one 6.12 run
@@ -20,7 +23,7 @@
 # joined make test.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 5
+tap_plan 10
 tap_timeout 1200
 odl_need_build
 odl_strix_tbnet_pair
@@ -67,4 +70,47 @@ else
 	not_ok "b: a stats reset zeroes drops, keeps credit_frames" \
 		"credit_frames drops before: $before, after: $after" "$reset_out"
 fi
+
+# --- a e2e=off, b e2e=auto: both on software credits -----------------
+# a publishes its service without E2E, so b starts without it too: both
+# RX rings without E2E, TX on the peer's software credits both ways
+for v in a b; do
+	odl_unload $v || bail_out "cannot unload odl_tb5 on $v"
+done
+for v in b a; do
+	vm $v dmesg -c > /dev/null
+	if [ $v = a ]; then odl_load a e2e=off; else odl_load b; fi ||
+		bail_out "cannot load odl_tb5 on $v"
+done
+odl_wait_connected a 120 && odl_wait_connected b 120 ||
+	bail_out "e2e=off/auto: no odl_tb5 login" "$(vm a /tmp/odl_xfer info 2>&1)" "$(vm b /tmp/odl_xfer info 2>&1)"
+conn() { vm "$1" sh -c 'dmesg | grep "odl_tb5.*connected: " | tail -n 1'; }
+ca=$(conn a) cb=$(conn b) fl="$(odl_flow a)/$(odl_flow b)"
+if [ "$fl" = sw-credits/sw-credits ] && printf '%s\n' "$ca" | grep -q 'E2E off, TX flow control software credits$' &&
+	printf '%s\n' "$cb" | grep -q 'E2E off, TX flow control software credits$'; then
+	ok "a e2e=off, b e2e=auto: both RX rings without E2E, TX on software credits both ways" "a: $ca" "b: $cb"
+else
+	not_ok "a e2e=off, b e2e=auto: both RX rings without E2E, TX on software credits both ways" \
+		"flow_control $fl" "a: $(vm a sh -c 'dmesg | grep odl_tb5')" "b: $(vm b sh -c 'dmesg | grep odl_tb5')"
+fi
+vm b sh -c 'echo 3000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
+of0=$(nhi_stats b rx_overflow)
+vm b sh -c "rm -f /tmp/hold.log; setsid /tmp/odl_xfer hold -p 60 -t 600 > /tmp/hold.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/hold.log" 30
+out=$("$VMPAIR" exec a --timeout 300 -- /tmp/odl_xfer post -p 62 -q 60 -n 12 -s 4194304 2>&1)
+rc=$?
+wait_for "[ \"\$(odl_stat b drops)\" -ge 8 ]" 120 >&2
+of1=$(nhi_stats b rx_overflow)
+vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null'
+wait_for "! vm b pidof odl_xfer" 30
+if [ $rc = 0 ] && [ "$of1" = "$of0" ] && [ "$(odl_stat b seq_errors)" = 0 ] &&
+	[ "$(odl_stat b len_errors)" = 0 ] && [ "$(odl_stat b drops)" = 8 ]; then
+	ok "a e2e=off, b e2e=auto: 12 x 4 MiB to b's port with no RECV: all sent, 8 stale ones gave way, no RX overflow on b, no sequence or length errors" "$out"
+else
+	not_ok "a e2e=off, b e2e=auto: 12 x 4 MiB to b's port with no RECV: all sent, 8 stale ones gave way, no RX overflow on b, no sequence or length errors" \
+		"exit $rc: $out" "model rx_overflow $of0 -> $of1" "$(vm b /tmp/odl_xfer stats 2>&1)"
+fi
+check "a e2e=off, b e2e=auto: afterwards 8 messages a -> b verified" \
+	odl_xfer_run a b 7 9 8 4096,1048576
+odl_check_clean
 tap_done

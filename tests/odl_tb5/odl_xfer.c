@@ -17,6 +17,7 @@
  *   odl_xfer overflow [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer overflow-mid [-d DEV] -p PORT [-t SECONDS]
  *   odl_xfer badinput [-d DEV]
+ *   odl_xfer unagreed [-d DEV] -p PORT -q PEERPORT
  *   odl_xfer stats  [-d DEV]
  *   odl_xfer stats-reset [-d DEV]   (the same, then ODL_TB5_STATS_RESET)
  *   odl_xfer stats-reset-v0 [-d DEV] (the same with ABI 1.0's struct size)
@@ -66,6 +67,10 @@
  * the loss, then it fetches 10, queues 10 more withdrawn RECVs and fetches
  * 1024: RECVs 11..1024, the report, RECVs 1025..1033 (the report sits
  * where the loss was), then RECV 1034, then nothing. Exit 0 if all held.
+ * unagreed: what a hostile peer sends (needs the driver's testing
+ * parameter test_send_unagreed, else the SENDs are refused and it exits
+ * 2): a 100-byte message of 0xee bytes with key 0x77 and an empty one to
+ * PEERPORT, whatever the login agreed; exit 0 once both SENDs completed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -592,6 +597,21 @@ static int cmd_post(void)
 		done++;
 	}
 	printf("posted %u messages to port %d, all sent\n", done, peer_port);
+	return 0;
+}
+
+static int cmd_unagreed(void)
+{
+	struct chan c;
+
+	chan_open(&c, 4096);
+	memset(buf_ptr(&c, 0), 0xee, 100);
+	do_send_f(&c, 0, 0, 0, 100, 1, 0x77);
+	do_send(&c, 0, 0, 0, 2);
+	if (wait_sends(&c, 2))
+		return 1;
+	printf("sent a keyed message (key 0x77) and an empty one to port %d, both completed\n",
+	       peer_port);
 	return 0;
 }
 
@@ -2436,7 +2456,7 @@ int main(int argc, char **argv)
 	int o;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: odl_xfer info|stats|stats-reset|send|post|hold|kick|flood|sink|recv|krecv|ksend|kcrecv|kcsend|stallrecv|stallsend|urecv|usend|badinput|fuzz [opts]\n");
+		fprintf(stderr, "usage: odl_xfer info|stats|stats-reset|send|post|unagreed|hold|kick|flood|sink|recv|krecv|ksend|kcrecv|kcsend|stallrecv|stallsend|urecv|usend|badinput|fuzz [opts]\n");
 		return 2;
 	}
 	cmd = argv[1];
@@ -2501,6 +2521,8 @@ int main(int argc, char **argv)
 		return cmd_send();
 	if (!strcmp(cmd, "post"))
 		return cmd_post();
+	if (!strcmp(cmd, "unagreed"))
+		return cmd_unagreed();
 	if (!strcmp(cmd, "hold"))
 		return cmd_hold();
 	if (!strcmp(cmd, "kick"))
