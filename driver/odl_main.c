@@ -808,6 +808,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 {
 	struct odl_file *f;
 	struct odl_pending *p;
+	bool rebound;
 
 	switch (dev->rx.target) {
 	case ODL_RX_RECV:
@@ -816,13 +817,17 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		break;
 	case ODL_RX_STAGE:
 		f = dev->ports[dev->rx.dst_port];
-		if (status || !f) {
+		/* bound again while staged: the port's next file never had
+		 * the message (as its holder's held-back ones go with it)
+		 */
+		rebound = f && f->bind_seq != dev->rx.stage_bind;
+		if (status || !f || rebound) {
 			odl_kvfree_locked(dev->rx.stage);
-			if (status)
+			if (status && !rebound)
 				odl_deliver_error(dev, dev->rx.dst_port,
 						  dev->rx.src_port,
 						  dev->rx.key, status);
-			else
+			else if (!status)
 				dev->stats.no_port++; /* unbound while staged */
 			break;
 		}
@@ -998,6 +1003,7 @@ static void odl_rx_start(struct odl_dev *dev, u32 msg_id,
 	}
 	dev->rx.target = ODL_RX_STAGE;
 	dev->rx.stage = stage;
+	dev->rx.stage_bind = bind_seq;
 }
 
 /* Would the message starting with this frame have to wait: its port is
@@ -1075,7 +1081,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 {
 	struct odl_rx_hdr o;
 	u32 seq, msg_len, off, plen, msg_id, key;
-	bool was_mid = dev->rx.active, seq_ok, lost;
+	bool was_mid = dev->rx.active, seq_ok, numbered, lost, own;
 	u16 dst, src;
 	bool last;
 	u8 *dstp;
@@ -1105,6 +1111,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	seq_ok = dev->rx.seq_valid &&
 		 (seq == dev->rx.expect_seq ||
 		  (dev->rx.seq_alt_valid && seq == dev->rx.seq_alt));
+	numbered = seq_ok;
 	/* far ahead or behind: not lost frames but a broken header */
 	if (dev->rx.seq_valid && !seq_ok &&
 	    seq - dev->rx.expect_seq >= ODL_SEQ_WINDOW)
@@ -1143,13 +1150,38 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	}
 	dev->rx.seq_valid = true;
 	dev->rx.expect_seq = seq + 1;
-	if ((s32)(seq + 1 - dev->rx_ack) > 0)
+	/* Software credits count the frames taken. A number the sequence
+	 * confirms (the one expected, or the next after a frame whose
+	 * number was wrong) is trusted; one after a gap only counts this
+	 * frame until the next frame confirms it: a changed number far
+	 * ahead would otherwise credit frames the peer has not sent, which
+	 * it refuses, and its TX would wait for good.
+	 */
+	if (!numbered)
+		dev->rx_ack++;
+	else if ((s32)(seq + 1 - dev->rx_ack) > 0)
 		dev->rx_ack = seq + 1;
 
+	own = false;
 	if (dev->rx.active &&
 	    (off == 0 || msg_id != dev->rx.msg_id || msg_len != dev->rx.len ||
 	     off != dev->rx.pos || dst != dev->rx.dst_port ||
 	     src != dev->rx.src_port || key != dev->rx.key)) {
+		/* In sequence and not a start: TX never interleaves
+		 * messages, so this frame is the one under way's whatever its
+		 * header says. That message fails, reported once to its own
+		 * port; the frame goes with it, naming no other port or
+		 * message.
+		 */
+		if (seq_ok && off) {
+			own = true;
+			msg_id = dev->rx.msg_id;
+			msg_len = dev->rx.len;
+			off = dev->rx.pos;
+			dst = dev->rx.dst_port;
+			src = dev->rx.src_port;
+			key = dev->rx.key;
+		}
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, false);
 	}
@@ -1157,7 +1189,11 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	lost = dev->rx.lost_unattributed;
 	dev->rx.lost_unattributed = false;
 	if (!dev->rx.active) {
-		if (off) {
+		if (own) {
+			/* its message was failed (and listed) just now */
+			odl_rx_discard(dev, msg_id, msg_len, off, dst, src,
+				       key);
+		} else if (off) {
 			/* The rest of a message whose start did not come. Said
 			 * once only: not for a message already reported, nor
 			 * right after a loss reported to every file, nor when

@@ -316,6 +316,7 @@ struct odl_dev {
 		u32 key;
 		struct odl_recv *recv;
 		u8 *stage;
+		u64 stage_bind;	/* bind_seq of the file it is staged for */
 		/* messages already accounted for (an error delivered, or
 		 * dropped knowingly): their further frames are discarded
 		 * without a second report. Cleared by a message that

@@ -14,10 +14,12 @@
 # A keyed message staged aside whose RECV is posted and withdrawn before
 # its last frame comes (held on the cable, `fault delay us=hold`, until
 # `fault release`) is discarded on arrival (odl_libvm stagecancel /
-# sendkeyed).
+# sendkeyed). A message staged aside whose port's holder closes and
+# another file binds the port before its last frame comes is dropped on
+# arrival (no_port), never given to the new holder.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 13
+tap_plan 14
 tap_timeout 1500
 odl_setup
 hop=$(odl_data_hop a)
@@ -133,6 +135,38 @@ else
 		"a (exit $LIBVM_BG_RC): $LIBVM_BG" "b: $(vm b cat /tmp/sc.log 2>&1)" "before: drops=$dr0" \
 		"after: $(vm b /tmp/odl_xfer stats 2>&1)" "while held: $held" "release: $rel" \
 		"$(vm b dmesg | tail -n 20)"
+fi
+"$VMPAIR" cable fault clear >/dev/null
+# a message staged aside for port 78 (bound, no RECV) whose holder closes,
+# and another file binds port 78, before its last frame comes (held on the
+# cable): the port's new holder never had it: dropped on arrival (no_port),
+# not delivered to the new holder's RECV (until 2026-12-02 it was)
+np0=$(odl_stat b no_port) rf0=$(odl_stat b rx_frames)
+vm b sh -c "rm -f /tmp/h78.log; setsid /tmp/odl_xfer hold -p 78 -t 600 > /tmp/h78.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/h78.log" 30 || bail_out "odl_xfer hold did not start on b" "$(vm b cat /tmp/h78.log)"
+"$VMPAIR" cable fault "delay hop=$hop dir=a2b nth=$f count=1 us=hold" >/dev/null ||
+	bail_out "cable fault delay nth=$f us=hold failed"
+pout=$("$VMPAIR" exec a --timeout 180 -- /tmp/odl_xfer post -p 79 -q 78 -n 1 -s $S 2>&1)
+prc=$?
+# all but the last frame taken (staged), then the holder goes
+wait_for "[ \$(odl_stat b rx_frames) -ge $((rf0 + f - 1)) ]" 120 >&2
+vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'
+wait_for "! vm b pidof odl_xfer" 30 >&2
+vm b sh -c "rm -f /tmp/r78.log; setsid /tmp/odl_xfer recv -p 78 -q 79 -n 1 -s $S > /tmp/r78.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/r78.log" 30 || bail_out "odl_xfer recv did not start on b" "$(vm b cat /tmp/r78.log)"
+rel=$("$VMPAIR" cable fault release)
+wait_for "[ \$(odl_stat b no_port) -gt $np0 ]" 60 >&2
+np1=$(odl_stat b no_port)
+r78=$(vm b cat /tmp/r78.log)
+vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'
+wait_for "! vm b pidof odl_xfer" 30 >&2
+desc="a message staged for port 78 whose holder closed and another bound the port before its last frame (held on the cable): dropped on arrival (no_port), not given to the new holder"
+if [ $prc = 0 ] && [ "$rel" = "ok released 1" ] && [ "$np1" = $((np0 + 1)) ] &&
+	! printf '%s\n' "$r78" | grep -q 'received'; then
+	ok "$desc" "a: $pout" "b: no_port $np0 -> $np1" "b's new holder: $r78"
+else
+	not_ok "$desc" "a (exit $prc): $pout" "release: $rel" "b: no_port $np0 -> $np1" \
+		"b's new holder: $r78" "b: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
 "$VMPAIR" cable fault clear >/dev/null
 odl_cli_run "after the faults: 256 x 1 MiB verified" 900 \

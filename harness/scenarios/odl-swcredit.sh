@@ -10,6 +10,9 @@
 # none of a's sends lost, no RX overflow in b's model, no sequence errors,
 # data verified afterwards. Then a stats reset on b (GET_STATS with
 # ODL_TB5_STATS_RESET) zeroes what it reported and keeps credit_frames.
+# Then one frame number changed on the cable (CRC intact, +65536): that
+# message fails, the flood goes on (b's credits count frames, not the
+# changed number).
 # Last, a is loaded again with e2e=off and b with e2e=auto (default): both
 # are on software credits from the login on (a's service offers no E2E),
 # and the same held-ring transfer overflows nothing on b.
@@ -23,7 +26,7 @@
 # joined make test.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 10
+tap_plan 11
 tap_timeout 1200
 odl_need_build
 odl_strix_tbnet_pair
@@ -70,6 +73,38 @@ else
 	not_ok "b: a stats reset zeroes drops, keeps credit_frames" \
 		"credit_frames drops before: $before, after: $after" "$reset_out"
 fi
+
+# --- a frame number changed on the cable (CRC intact) ------------------
+# bit 16 of the sequence number of a's 100th data frame (+65536: within
+# the window a gap may span, far beyond any credit): b fails that message
+# and goes on with the numbers that follow; its credits must still count
+# the frames it took, not the changed number (until 2026-12-02 they
+# credited 65536 frames a had not sent, a refused every credit after that
+# and its TX waited for good once its window ran out)
+hop=$(odl_data_hop a)
+se0=$(odl_stat b seq_errors)
+"$VMPAIR" cable fault clear >/dev/null
+vm b sh -c "rm -f /tmp/sink.log; setsid /tmp/odl_xfer sink -p 19 -q 17 -n 48 -s 1048576 -t 120 > /tmp/sink.log 2>&1 < /dev/null &"
+wait_for "vm b grep -q ready /tmp/sink.log" 30 || bail_out "odl_xfer sink did not start on b" "$(vm b cat /tmp/sink.log)"
+"$VMPAIR" cable fault "tamper hop=$hop dir=a2b nth=100 count=1 bit=48" >/dev/null ||
+	bail_out "cable fault tamper hop=$hop failed"
+fout=$("$VMPAIR" exec a --timeout 300 -- /tmp/odl_xfer flood -p 17 -q 19 -n 48 -s 1048576 2>&1)
+frc=$?
+wait_for "vm b grep -q 'sink: 48 messages' /tmp/sink.log" 180 >&2
+flist=$("$VMPAIR" cable fault list)
+"$VMPAIR" cable fault clear >/dev/null
+sout=$(vm b cat /tmp/sink.log)
+sn() { echo "$sout" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
+se1=$(odl_stat b seq_errors)
+desc="e2e=off, sw-credits: a frame number changed on the cable (+65536, CRC intact): 48 x 1 MiB a -> b all sent, that message failed once, the rest whole"
+if [ $frc = 0 ] && printf '%s\n' "$flist" | grep -q 'hits=1' && [ "$(sn ok)" = 47 ] &&
+	[ "$(sn failed)" = 1 ] && [ "$(sn bad)" = 0 ] && [ "$se1" -gt "$se0" ]; then
+	ok "$desc" "a: $fout" "b: $sout" "b: seq_errors $se0 -> $se1"
+else
+	not_ok "$desc" "a: exit $frc: $fout" "b: $sout" "cable: $flist" "b: seq_errors $se0 -> $se1" \
+		"a: $(vm a /tmp/odl_xfer stats 2>&1)" "b: $(vm b /tmp/odl_xfer stats 2>&1)"
+fi
+vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'
 
 # --- a e2e=off, b e2e=auto: both on software credits -----------------
 # a publishes its service without E2E, so b starts without it too: both
