@@ -916,6 +916,16 @@ static void odl_rx_failed_reset(struct odl_dev *dev)
 	dev->rx.lost_unattributed = false;
 }
 
+/* Frames lost may have carried whole messages: every bound file hears
+ * of it, and the rest of a message whose start was among them is not
+ * reported again (lock held)
+ */
+static void odl_rx_lost_event(struct odl_dev *dev, int status)
+{
+	odl_event_all(dev, status, ODL_TB5_CF_MSG_LOST);
+	dev->rx.lost_unattributed = true;
+}
+
 /* Abort the message being reassembled (it is reported once: its later
  * frames are discarded silently); with none, frames may have carried
  * whole messages: tell every bound file.
@@ -927,9 +937,32 @@ static void odl_rx_abort(struct odl_dev *dev, int status, bool lost_frames)
 				  dev->rx.key);
 		odl_rx_finish(dev, status);
 	} else if (lost_frames) {
-		odl_event_all(dev, status, ODL_TB5_CF_MSG_LOST);
-		dev->rx.lost_unattributed = true;
+		odl_rx_lost_event(dev, status);
 	}
+}
+
+/*
+ * A gap before frame @seq while a message is under way: more frames
+ * missing than that message still needed and, if the frame is another
+ * message's, than that one's before it? Then whole messages were lost in
+ * between, which failing the message under way does not report. Against
+ * the number expected and, after a frame whose number may have been the
+ * wrong one, the number after that: the smaller gap. (lock held)
+ */
+static bool odl_rx_gap_beyond(const struct odl_dev *dev, u32 seq, u32 msg_id,
+			      u32 off)
+{
+	u32 gap, known;
+
+	if (!dev->rx.seq_valid || !dev->rx.active)
+		return false;
+	gap = seq - dev->rx.expect_seq;
+	if (dev->rx.seq_alt_valid)
+		gap = min(gap, seq - dev->rx.seq_alt);
+	known = DIV_ROUND_UP(dev->rx.len - dev->rx.pos, ODL_PAYLOAD_MAX);
+	if (msg_id != dev->rx.msg_id)
+		known += off / ODL_PAYLOAD_MAX;
+	return gap > known;
 }
 
 /* Discard the rest of a message from this frame on (lock held) */
@@ -1081,7 +1114,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 {
 	struct odl_rx_hdr o;
 	u32 seq, msg_len, off, plen, msg_id, key;
-	bool was_mid = dev->rx.active, seq_ok, numbered, lost, own;
+	bool was_mid = dev->rx.active, seq_ok, numbered, lost, own, beyond;
 	u16 dst, src;
 	bool last;
 	u8 *dstp;
@@ -1116,6 +1149,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	if (dev->rx.seq_valid && !seq_ok &&
 	    seq - dev->rx.expect_seq >= ODL_SEQ_WINDOW)
 		goto bad;
+	beyond = !seq_ok && odl_rx_gap_beyond(dev, seq, msg_id, off);
 
 	/* A new message while another is under way: that one's end was
 	 * lost (the sequence gap, if any, is its own) or cut short. It
@@ -1126,6 +1160,8 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	if (!off && dev->rx.active) {
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, false);
+		if (beyond)
+			odl_rx_lost_event(dev, -EPROTO);
 		dev->rx.seq_alt_valid = false;
 		/* also when it matched only the alternative number */
 		dev->rx.expect_seq = seq;
@@ -1145,6 +1181,8 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	if (dev->rx.seq_valid && !seq_ok) {
 		dev->stats.seq_errors++;
 		odl_rx_abort(dev, -EPROTO, true);
+		if (beyond)
+			odl_rx_lost_event(dev, -EPROTO);
 		dev->rx.seq_alt = dev->rx.expect_seq + 1;
 		dev->rx.seq_alt_valid = true;
 	}

@@ -200,14 +200,17 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 			else
 				return perr(err, errlen,
 					    "%s: dir must be a2b, b2a or both", kname);
-		} else if (!strcmp(key, "nth") || !strcmp(key, "every")) {
+		} else if (!strcmp(key, "nth") || !strcmp(key, "every") ||
+			   !strcmp(key, "from")) {
 			if (num(val, UINT64_MAX, &v) || v == 0)
 				return perr(err, errlen, "%s: bad %s '%s'", kname,
 					    key, val);
 			if (key[0] == 'n')
 				f->nth = v;
-			else
+			else if (key[0] == 'e')
 				f->every = v;
+			else
+				f->from = v;
 			nsel++;
 		} else if (!strcmp(key, "ppm")) {
 			if (num(val, 1000000, &v) || v == 0)
@@ -269,7 +272,7 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 		}
 	}
 	if (nsel > 1)
-		return perr(err, errlen, "%s: give at most one of nth=, every=, ppm=",
+		return perr(err, errlen, "%s: give at most one of nth=, every=, from=, ppm=",
 			    kname);
 	switch (f->kind) {
 	case CF_DELAY:
@@ -354,6 +357,8 @@ static bool rule_select(struct cable_fault *f, int dir)
 		hit = k == f->nth;
 	else if (f->every)
 		hit = k % f->every == 0;
+	else if (f->from)
+		hit = k >= f->from;
 	else if (f->ppm)
 		hit = rng_next(&f->rng[dir]) % 1000000u < f->ppm;
 	else
@@ -513,6 +518,8 @@ static void describe(struct odl_sb *s, const struct cable_fault *f)
 		odl_sbf(s, " nth=%llu", (unsigned long long)f->nth);
 	if (f->every)
 		odl_sbf(s, " every=%llu", (unsigned long long)f->every);
+	if (f->from)
+		odl_sbf(s, " from=%llu", (unsigned long long)f->from);
 	if (f->ppm)
 		odl_sbf(s, " ppm=%u", f->ppm);
 	if (f->count)

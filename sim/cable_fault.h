@@ -44,6 +44,7 @@ struct cable_fault {
 	/* selector (at most one set; none = every matching message) */
 	uint64_t nth;       /* the Nth matching message (per direction) */
 	uint64_t every;     /* every Nth matching message (per direction) */
+	uint64_t from;      /* the Nth matching message and all after it */
 	uint32_t ppm;       /* each with probability ppm / 1e6 */
 	uint64_t count;     /* stop after this many hits in all; 0 = no limit */
 	int bit;            /* corrupt/tamper: bit index in the payload, -1 random */

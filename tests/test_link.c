@@ -1240,6 +1240,31 @@ START_TEST(t_fault_drop_every_dir_count)
 }
 END_TEST
 
+START_TEST(t_fault_drop_from_count)
+{
+	bring_up(0);
+	ck_assert_str_eq(ctl("fault drop hop=8 dir=a2b from=4 count=3", 0),
+			 "ok #1 drop hop=8 dir=a2b from=4 count=3");
+	for (uint32_t i = 1; i <= 10; i++)
+		send_data(0, 8, i, 10);
+	cable_core_tick(&C, 1000000);
+	/* 4, 5, 6 dropped (from the 4th, count=3), the rest delivered */
+	{
+		static const uint32_t want[] = { 1, 2, 3, 7, 8, 9, 10 };
+
+		for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+			ck_assert_uint_eq(next_got(1).idx, want[k]);
+		expect_none(1);
+	}
+	ck_assert_uint_eq(C.faults.f[0].hits[0], 3);
+	ck_assert_uint_eq(C.faults.f[0].seen[0], 6);
+	ck_assert(C.faults.f[0].done);
+	ck_assert_uint_eq(C.faults.tot_dropped, 3);
+	ctl_err("fault drop hop=8 from=0");
+	ctl_err("fault drop hop=8 from=2 nth=3");
+}
+END_TEST
+
 START_TEST(t_fault_corrupt)
 {
 	uint8_t pkt[16], msg[64];
@@ -1812,6 +1837,7 @@ static Suite *link_suite(void)
 	tcase_add_test(tc, t_fault_syntax);
 	tcase_add_test(tc, t_fault_drop_nth);
 	tcase_add_test(tc, t_fault_drop_every_dir_count);
+	tcase_add_test(tc, t_fault_drop_from_count);
 	tcase_add_test(tc, t_fault_corrupt);
 	tcase_add_test(tc, t_fault_tamper);
 	tcase_add_test(tc, t_fault_withhold_credits);
