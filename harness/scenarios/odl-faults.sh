@@ -181,28 +181,17 @@ fi
 # rule does not count the frames the first one dropped. Until
 # 2026-12-02 the messages in such a gap vanished without a word.
 flow=$(odl_flow a)
-vm b sh -c "rm -f /tmp/gsink.log; setsid /tmp/odl_xfer sink -p 19 -q 17 -n 20 -s 1048576 -t 20 > /tmp/gsink.log 2>&1 < /dev/null &"
-wait_for "vm b grep -q ready /tmp/gsink.log" 30 || bail_out "odl_xfer sink did not start on b" "$(vm b cat /tmp/gsink.log)"
-"$VMPAIR" cable fault "drop hop=$hop dir=a2b from=$((5 * 259 + 201)) count=$((59 + 259))" >/dev/null &&
-	"$VMPAIR" cable fault "drop hop=$hop dir=a2b from=$((10 * 259 + 201 - 318)) count=$((59 + 259 + 1))" >/dev/null ||
-	bail_out "cable fault drop from= failed"
-gout=$("$VMPAIR" exec a --timeout 300 -- /tmp/odl_xfer flood -p 17 -q 19 -n 20 -s 1048576 2>&1)
-grc=$?
-wait_for "vm b grep -q 'sink: ' /tmp/gsink.log" 120 >&2
-glist=$("$VMPAIR" cable fault list)
-"$VMPAIR" cable fault clear >/dev/null
-gsink=$(vm b cat /tmp/gsink.log)
-gn() { echo "$gsink" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
+odl_flood_sink 20 20 "drop hop=$hop dir=a2b from=$((5 * 259 + 201)) count=$((59 + 259))" \
+	"drop hop=$hop dir=a2b from=$((10 * 259 + 201 - 318)) count=$((59 + 259 + 1))"
 desc="frames lost from mid-message on, twice (message 5's end and 6; 10's end, 11 and 12's start): 5 and 10 failed once each, a lost-message event for each gap, 15 whole, nothing wrong"
-if [ "$flow" != sw-credits ] && [ $grc = 0 ] && [ "$(gn ok)" = 15 ] && [ "$(gn failed)" = 2 ] &&
-	[ "$(gn lost_events)" = 2 ] && [ "$(gn bad)" = 0 ] &&
-	printf '%s\n' "$glist" | grep -q "hits=318 " && printf '%s\n' "$glist" | grep -q "hits=319 "; then
-	ok "$desc" "a: $gout" "b: $gsink"
+if [ "$flow" != sw-credits ] && [ $FS_RC = 0 ] && [ "$(fs_field ok)" = 15 ] &&
+	[ "$(fs_field failed)" = 2 ] && [ "$(fs_field lost_events)" = 2 ] && [ "$(fs_field bad)" = 0 ] &&
+	printf '%s\n' "$FS_LIST" | grep -q "hits=318 " && printf '%s\n' "$FS_LIST" | grep -q "hits=319 "; then
+	ok "$desc" "a: $FS_OUT" "b: $FS_SINK"
 else
 	not_ok "$desc" "a's flow control: $flow (the frame count needs a without software credits)" \
-		"a: exit $grc: $gout" "b: $gsink" "cable: $glist" "b: $(vm b /tmp/odl_xfer stats 2>&1)"
+		"a: exit $FS_RC: $FS_OUT" "b: $FS_SINK" "cable: $FS_LIST" "b: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
-vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'
 odl_cli_run "after the faults: 256 x 1 MiB verified" 900 \
 	--test bandwidth --size 1M --iterations 256 --timeout 60000
 odl_cli_run "after the faults: latency 4 KiB x 500 verified" 600 \

@@ -192,6 +192,36 @@ odl_stat() {
 	vm "$1" /tmp/odl_xfer stats | tr ' ' '\n' | sed -n "s/^$2=//p"
 }
 
+# odl_flood_sink N IDLE RULE...: N x 1 MiB a -> b one way (odl_xfer flood
+# from a's port 17, sink on b's port 19 ending IDLE s after its last
+# receive), with the cable fault RULEs set once the sink is ready (all
+# cleared before and after). Sets FS_RC (the flood's exit status), FS_OUT,
+# FS_SINK (the sink's log) and FS_LIST (the rules with their hits)
+odl_flood_sink() {
+	local n=$1 idle=$2 r
+	shift 2
+	"$VMPAIR" cable fault clear >/dev/null
+	vm b sh -c "rm -f /tmp/fsink.log; setsid /tmp/odl_xfer sink -p 19 -q 17 -n $n -s 1048576 -t $idle > /tmp/fsink.log 2>&1 < /dev/null &"
+	wait_for "vm b grep -q ready /tmp/fsink.log" 30 ||
+		bail_out "odl_xfer sink did not start on b" "$(vm b cat /tmp/fsink.log)"
+	for r in "$@"; do
+		"$VMPAIR" cable fault $r >/dev/null || bail_out "cable fault $r failed"
+	done
+	FS_OUT=$("$VMPAIR" exec a --timeout 300 -- /tmp/odl_xfer flood -p 17 -q 19 -n "$n" -s 1048576 2>&1)
+	FS_RC=$?
+	wait_for "vm b grep -q 'sink: ' /tmp/fsink.log" $((idle + 120)) >&2
+	FS_LIST=$("$VMPAIR" cable fault list)
+	"$VMPAIR" cable fault clear >/dev/null
+	FS_SINK=$(vm b cat /tmp/fsink.log)
+	vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'
+}
+
+# fs_field NAME: a number from the summary in FS_SINK (ok, failed,
+# lost_events, bad, receives)
+fs_field() {
+	printf '%s\n' "$FS_SINK" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
+}
+
 # odl_flow GUEST: how its odl_tb5_0 is flow controlled now (sysfs
 # flow_control: e2e, sw-credits, none)
 odl_flow() {

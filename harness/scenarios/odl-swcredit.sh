@@ -83,28 +83,16 @@ fi
 # and its TX waited for good once its window ran out)
 hop=$(odl_data_hop a)
 se0=$(odl_stat b seq_errors)
-"$VMPAIR" cable fault clear >/dev/null
-vm b sh -c "rm -f /tmp/sink.log; setsid /tmp/odl_xfer sink -p 19 -q 17 -n 48 -s 1048576 -t 120 > /tmp/sink.log 2>&1 < /dev/null &"
-wait_for "vm b grep -q ready /tmp/sink.log" 30 || bail_out "odl_xfer sink did not start on b" "$(vm b cat /tmp/sink.log)"
-"$VMPAIR" cable fault "tamper hop=$hop dir=a2b nth=100 count=1 bit=48" >/dev/null ||
-	bail_out "cable fault tamper hop=$hop failed"
-fout=$("$VMPAIR" exec a --timeout 300 -- /tmp/odl_xfer flood -p 17 -q 19 -n 48 -s 1048576 2>&1)
-frc=$?
-wait_for "vm b grep -q 'sink: 48 messages' /tmp/sink.log" 180 >&2
-flist=$("$VMPAIR" cable fault list)
-"$VMPAIR" cable fault clear >/dev/null
-sout=$(vm b cat /tmp/sink.log)
-sn() { echo "$sout" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1; }
+odl_flood_sink 48 120 "tamper hop=$hop dir=a2b nth=100 count=1 bit=48"
 se1=$(odl_stat b seq_errors)
 desc="e2e=off, sw-credits: a frame number changed on the cable (+65536, CRC intact): 48 x 1 MiB a -> b all sent, that message failed once, the rest whole"
-if [ $frc = 0 ] && printf '%s\n' "$flist" | grep -q 'hits=1' && [ "$(sn ok)" = 47 ] &&
-	[ "$(sn failed)" = 1 ] && [ "$(sn bad)" = 0 ] && [ "$se1" -gt "$se0" ]; then
-	ok "$desc" "a: $fout" "b: $sout" "b: seq_errors $se0 -> $se1"
+if [ $FS_RC = 0 ] && printf '%s\n' "$FS_LIST" | grep -q 'hits=1' && [ "$(fs_field ok)" = 47 ] &&
+	[ "$(fs_field failed)" = 1 ] && [ "$(fs_field bad)" = 0 ] && [ "$se1" -gt "$se0" ]; then
+	ok "$desc" "a: $FS_OUT" "b: $FS_SINK" "b: seq_errors $se0 -> $se1"
 else
-	not_ok "$desc" "a: exit $frc: $fout" "b: $sout" "cable: $flist" "b: seq_errors $se0 -> $se1" \
+	not_ok "$desc" "a: exit $FS_RC: $FS_OUT" "b: $FS_SINK" "cable: $FS_LIST" "b: seq_errors $se0 -> $se1" \
 		"a: $(vm a /tmp/odl_xfer stats 2>&1)" "b: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
-vm b sh -c 'kill $(pidof odl_xfer) 2>/dev/null; true'
 
 # --- a e2e=off, b e2e=auto: both on software credits -----------------
 # a publishes its service without E2E, so b starts without it too: both
