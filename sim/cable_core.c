@@ -651,7 +651,8 @@ static int kv_num(const char *w, const char *key, unsigned long long max,
 
 #define FAULT_USAGE "usage: fault seed N | list | clear | remove ID | " \
 	"drop|corrupt|tamper|delay|withhold-credits [hop=H|any|ctrl] [dir=a2b|b2a|both] " \
-	"[nth=N|every=N|from=N|ppm=P] [count=N|all] [bit=K|bits=LO-HI] [us=N|us=hold] | release | " \
+	"[nth=N|every=N|from=N|ppm=P] [eof=PDF[,PDF|-PDF]] [count=N|all] [bit=K|bits=LO-HI] " \
+	"[us=N|us=hold] | release | " \
 	"unplug-after frames=N [hop=H] [dir=D] [replug_ms=M] | " \
 	"retrain lanes=1|2 gbps=G [mode=bounce|live] [down_us=N] | retrain off"
 

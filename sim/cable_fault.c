@@ -149,6 +149,36 @@ static int parse_kind(const char *w, enum cable_fault_kind *k)
 	return 0;
 }
 
+/* "4,5" or "4-5" or "6": a set of PDF values 0..15 as a bit mask */
+static int parse_pdf_set(const char *arg, uint16_t *mask)
+{
+	char val[64], *save = NULL, *w;
+	uint64_t lo, hi;
+
+	*mask = 0;
+	if (strlen(arg) >= sizeof(val))
+		return -1;
+	strcpy(val, arg);
+	if (!*val || *val == ',' || val[strlen(val) - 1] == ',' ||
+	    strstr(val, ",,"))
+		return -1;
+	for (w = strtok_r(val, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		char *dash = strchr(w, '-');
+
+		if (dash)
+			*dash = '\0';
+		if (num(w, 15, &lo) || (dash && num(dash + 1, 15, &hi)))
+			return -1;
+		if (!dash)
+			hi = lo;
+		if (hi < lo)
+			return -1;
+		for (uint64_t v = lo; v <= hi; v++)
+			*mask |= (uint16_t)(1u << v);
+	}
+	return 0;
+}
+
 static int parse_rule(struct cable_fault *f, const char *args, char *err,
 		      size_t errlen)
 {
@@ -218,6 +248,11 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 					    "%s: ppm must be 1..1000000", kname);
 			f->ppm = (uint32_t)v;
 			nsel++;
+		} else if (!strcmp(key, "eof")) {
+			if (parse_pdf_set(val, &f->eof_mask))
+				return perr(err, errlen,
+					    "%s: eof= takes PDF values 0..15 (4,5 or 4-5)",
+					    kname);
 		} else if (!strcmp(key, "count")) {
 			if (!strcmp(val, "all"))
 				f->count = 0;
@@ -274,6 +309,11 @@ static int parse_rule(struct cable_fault *f, const char *args, char *err,
 	if (nsel > 1)
 		return perr(err, errlen, "%s: give at most one of nth=, every=, from=, ppm=",
 			    kname);
+	/* the PDF is a DATA frame's: not a control packet's, not a credit's */
+	if (f->eof_mask && (f->hop == CABLE_FAULT_HOP_CTRL || f->kind == CF_WITHHOLD ||
+			    f->kind == CF_UNPLUG_AFTER))
+		return perr(err, errlen, "%s: eof= selects DATA frames: not with %s",
+			    kname, f->hop == CABLE_FAULT_HOP_CTRL ? "hop=ctrl" : kname);
 	switch (f->kind) {
 	case CF_DELAY:
 		if (!have_us)
@@ -342,6 +382,8 @@ static bool rule_matches(const struct cable_fault *f, int dir, uint16_t type,
 	if (f->hop == CABLE_FAULT_HOP_CTRL)
 		return type == ODL_LINK_CTRL;
 	if (type != ODL_LINK_DATA || blen < ODL_DATA_SIZE)
+		return false;
+	if (f->eof_mask && !(f->eof_mask & (1u << (body[3] & 0xf))))
 		return false;
 	hop = odl_get16(body);
 	return f->hop == CABLE_FAULT_HOP_ANY || f->hop == hop;
@@ -522,6 +564,16 @@ static void describe(struct odl_sb *s, const struct cable_fault *f)
 		odl_sbf(s, " from=%llu", (unsigned long long)f->from);
 	if (f->ppm)
 		odl_sbf(s, " ppm=%u", f->ppm);
+	if (f->eof_mask) {
+		const char *sep = " eof=";
+
+		for (unsigned v = 0; v < 16; v++) {
+			if (f->eof_mask & (1u << v)) {
+				odl_sbf(s, "%s%u", sep, v);
+				sep = ",";
+			}
+		}
+	}
 	if (f->count)
 		odl_sbf(s, " count=%llu", (unsigned long long)f->count);
 	if (f->kind == CF_CORRUPT || f->kind == CF_TAMPER) {

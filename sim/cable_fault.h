@@ -46,6 +46,7 @@ struct cable_fault {
 	uint64_t every;     /* every Nth matching message (per direction) */
 	uint64_t from;      /* the Nth matching message and all after it */
 	uint32_t ppm;       /* each with probability ppm / 1e6 */
+	uint16_t eof_mask;  /* DATA frames whose EOF PDF n has bit n set; 0 = any */
 	uint64_t count;     /* stop after this many hits in all; 0 = no limit */
 	int bit;            /* corrupt/tamper: bit index in the payload, -1 random */
 	int bit_hi;         /* bits=LO-HI: random in bit..bit_hi; else -1 */

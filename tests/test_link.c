@@ -1265,6 +1265,56 @@ START_TEST(t_fault_drop_from_count)
 }
 END_TEST
 
+static void send_data_eof(int end, uint16_t hop, uint32_t idx, uint8_t eof,
+			  uint64_t now)
+{
+	uint8_t msg[64], p[16];
+	size_t m;
+
+	memset(p, 0xa0, sizeof(p));
+	odl_put32(p, idx);
+	m = odl_build_data(msg, hop, 3, eof, 0, p, sizeof(p));
+	cable_core_rx(&C, end, msg, m, now);
+}
+
+/* eof=: only DATA frames with those end-of-frame PDFs match and count */
+START_TEST(t_fault_drop_eof)
+{
+	static const uint8_t eofs[] = { 4, 6, 6, 5, 4, 6, 5 };
+
+	bring_up(0);
+	ck_assert_str_eq(ctl("fault drop hop=8 dir=a2b nth=2 eof=4,5", 0),
+			 "ok #1 drop hop=8 dir=a2b nth=2 eof=4,5");
+	ck_assert_str_eq(ctl("fault drop hop=8 dir=a2b every=1 eof=6-6 count=1", 0),
+			 "ok #2 drop hop=8 dir=a2b every=1 eof=6 count=1");
+	for (uint32_t i = 0; i < sizeof(eofs); i++)
+		send_data_eof(0, 8, i + 1, eofs[i], 10);
+	cable_core_tick(&C, 1000000);
+	/* 4 (the second with EOF 4 or 5) and 2 (the first with EOF 6) */
+	{
+		static const uint32_t want[] = { 1, 3, 5, 6, 7 };
+
+		for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+			ck_assert_uint_eq(next_got(1).idx, want[k]);
+		expect_none(1);
+	}
+	ck_assert_uint_eq(C.faults.f[0].hits[0], 1);
+	ck_assert_uint_eq(C.faults.f[0].seen[0], 2);
+	ck_assert_uint_eq(C.faults.f[1].hits[0], 1);
+	ck_assert_str_eq(ctl("fault drop hop=8 eof=4-6", 0),
+			 "ok #3 drop hop=8 dir=both eof=4,5,6");
+	ctl_err("fault drop hop=8 eof=16");
+	ctl_err("fault drop hop=8 eof=");
+	ctl_err("fault drop hop=8 eof=5-4");
+	ctl_err("fault drop hop=8 eof=4,");
+	ctl_err("fault drop hop=8 eof=,4");
+	ctl_err("fault drop hop=8 eof=a");
+	ctl_err("fault drop hop=ctrl eof=4");
+	ctl_err("fault withhold-credits hop=8 eof=4");
+	ctl_err("fault unplug-after frames=3 eof=4");
+}
+END_TEST
+
 START_TEST(t_fault_corrupt)
 {
 	uint8_t pkt[16], msg[64];
@@ -1838,6 +1888,7 @@ static Suite *link_suite(void)
 	tcase_add_test(tc, t_fault_drop_nth);
 	tcase_add_test(tc, t_fault_drop_every_dir_count);
 	tcase_add_test(tc, t_fault_drop_from_count);
+	tcase_add_test(tc, t_fault_drop_eof);
 	tcase_add_test(tc, t_fault_corrupt);
 	tcase_add_test(tc, t_fault_tamper);
 	tcase_add_test(tc, t_fault_withhold_credits);
