@@ -40,7 +40,9 @@
  * delivered whole must have the right bytes, length and sender and come
  * after the previous one (never twice, never out of order); failed
  * receives and lost-message events are counted. It ends after COUNT
- * completed receives or IDLE_S seconds (default 15) without any, and
+ * completed receives or IDLE_S seconds (default 15) without any (before
+ * the first report it waits at least SINK_FIRST_S: a loaded machine may
+ * take long to start the flood on the other side), and
  * fails if any delivered message was wrong or more receives completed
  * than messages were sent (a damaged message reported twice takes a
  * later message's RECV). ODL_SINK_VERBOSE=1 prints each failure and
@@ -900,6 +902,9 @@ static int cmd_flood(void)
 }
 
 
+/* the least time the sink waits for its first report */
+#define SINK_FIRST_S 300
+
 static int cmd_sink(void)
 {
 	uint64_t bufsize = max_size(), ok = 0, err = 0, lost = 0, bad = 0;
@@ -907,6 +912,8 @@ static int cmd_sink(void)
 	uint8_t *want = malloc(bufsize);
 	int64_t last = -1;
 	int count_done = 0, verbose = getenv("ODL_SINK_VERBOSE") != NULL;
+	int first_s = idle_s > SINK_FIRST_S ? idle_s : SINK_FIRST_S;
+	int reported = 0;
 	struct chan c;
 	uint32_t i;
 
@@ -925,13 +932,15 @@ static int cmd_sink(void)
 		struct odl_tb5_poll_cq pq = {
 			.size = sizeof(pq), .max_entries = 1,
 			.entries_ptr = (uintptr_t)&e, .entry_size = sizeof(e),
-			.timeout_ms = count_done ? 2000 : idle_s * 1000,
+			.timeout_ms = count_done ? 2000 :
+				      (reported ? idle_s : first_s) * 1000,
 		};
 
 		if (ioctl(c.fd, ODL_TB5_IOC_POLL_CQ, &pq))
 			die("POLL_CQ");
 		if (!pq.count)
 			break;
+		reported = 1;
 		if (e.type == ODL_TB5_COMP_EVENT) {
 			if (e.flags & ODL_TB5_CF_MSG_LOST) {
 				if (verbose)
