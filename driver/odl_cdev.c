@@ -518,16 +518,19 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 {
 	struct odl_region reg;
 	struct odl_send *s;
-	u32 port;
+	u32 port, features;
 	int ret;
 
 	if (flags & ~(ODL_TB5_F_DMABUF | ODL_TB5_F_URGENT))
 		return -EINVAL;
 	if (!dst_port || dst_port > ODL_TB5_MAX_PORT)
 		return -EINVAL;
+	/* what the peer agreed to (test_send_unagreed: as if everything) */
+	features = READ_ONCE(f->dev->features);
+	if (READ_ONCE(odl_test_send_unagreed))
+		features |= ODL_TB5_FEAT_KEYED | ODL_TB5_FEAT_EMPTY;
 	/* 1.9: an empty message, to a peer that agreed to them */
-	if (!length && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_EMPTY) &&
-	    !READ_ONCE(odl_test_send_unagreed))
+	if (!length && !(features & ODL_TB5_FEAT_EMPTY))
 		return -EOPNOTSUPP;
 	if (length > ODL_MAX_MSG ||
 	    ((flags & ODL_TB5_F_URGENT) && length > ODL_TB5_URGENT_MAX))
@@ -536,8 +539,7 @@ static int odl_do_send(struct odl_file *f, u32 flags, u32 buf_id,
 	if (!port)
 		return -EDESTADDRREQ;
 	/* a key means nothing to a peer that did not agree to keys */
-	if (key && !(READ_ONCE(f->dev->features) & ODL_TB5_FEAT_KEYED) &&
-	    !READ_ONCE(odl_test_send_unagreed))
+	if (key && !(features & ODL_TB5_FEAT_KEYED))
 		return -EOPNOTSUPP;
 	ret = odl_region(f, flags & ODL_TB5_F_DMABUF, buf_id, true, offset,
 			 length, &reg);

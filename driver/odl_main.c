@@ -98,7 +98,7 @@ MODULE_PARM_DESC(test_realloc_fail,
 static unsigned int test_path_delay_ms;
 module_param(test_path_delay_ms, uint, 0644);
 MODULE_PARM_DESC(test_path_delay_ms,
-		 "testing: wait this long, at most 10000 ms, after starting the rings and before enabling the DMA paths at login (a slow controller; odl-unplug uses it), 0 = none (default: 0)");
+		 "testing: wait this long, at most 120000 ms, after starting the rings and before enabling the DMA paths at login (a slow controller; odl-unplug and odl-badinput use it); read again while waiting, so writing 0 ends the wait; 0 = none (default: 0)");
 
 bool odl_test_send_unagreed;
 module_param_named(test_send_unagreed, odl_test_send_unagreed, bool, 0644);
@@ -808,7 +808,7 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 {
 	struct odl_file *f;
 	struct odl_pending *p;
-	bool rebound;
+	bool rebound, kept = true;
 
 	switch (dev->rx.target) {
 	case ODL_RX_RECV:
@@ -823,12 +823,19 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		rebound = f && f->bind_seq != dev->rx.stage_bind;
 		if (status || !f || rebound) {
 			odl_kvfree_locked(dev->rx.stage);
-			if (status && !rebound)
+			/* a failed message for its holder, if it still has
+			 * the port; else (unbound or bound again while staged),
+			 * whole or failed, one for a port nobody holds: not a
+			 * message received
+			 */
+			if (status && !rebound) {
 				odl_deliver_error(dev, dev->rx.dst_port,
 						  dev->rx.src_port,
 						  dev->rx.key, status);
-			else if (!status)
-				dev->stats.no_port++; /* unbound while staged */
+			} else {
+				dev->stats.no_port++;
+				kept = false;
+			}
 			break;
 		}
 		/* its RECV came while it was staged and was withdrawn: it is
@@ -860,8 +867,10 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		break;
 	}
 	if (!status && dev->rx.target != ODL_RX_DISCARD) {
-		dev->stats.rx_msgs++;
-		dev->stats.rx_bytes += dev->rx.len;
+		if (kept) {
+			dev->stats.rx_msgs++;
+			dev->stats.rx_bytes += dev->rx.len;
+		}
 		/* a whole message: the damage before it is over */
 		odl_rx_failed_forget(dev);
 	}
@@ -954,14 +963,14 @@ static bool odl_rx_gap_beyond(const struct odl_dev *dev, u32 seq, u32 msg_id,
 {
 	u32 gap, known;
 
-	if (!dev->rx.seq_valid || !dev->rx.active)
+	/* a frame of the message under way: no message lies in between */
+	if (!dev->rx.seq_valid || !dev->rx.active || msg_id == dev->rx.msg_id)
 		return false;
 	gap = seq - dev->rx.expect_seq;
 	if (dev->rx.seq_alt_valid)
 		gap = min(gap, seq - dev->rx.seq_alt);
-	known = DIV_ROUND_UP(dev->rx.len - dev->rx.pos, ODL_PAYLOAD_MAX);
-	if (msg_id != dev->rx.msg_id)
-		known += off / ODL_PAYLOAD_MAX;
+	known = DIV_ROUND_UP(dev->rx.len - dev->rx.pos, ODL_PAYLOAD_MAX) +
+		off / ODL_PAYLOAD_MAX;
 	return gap > known;
 }
 
@@ -1144,7 +1153,11 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	seq_ok = dev->rx.seq_valid &&
 		 (seq == dev->rx.expect_seq ||
 		  (dev->rx.seq_alt_valid && seq == dev->rx.seq_alt));
-	numbered = seq_ok;
+	/* held after a gap: its number matches now only because the
+	 * message it cut short set it as the one expected
+	 */
+	numbered = seq_ok && !dev->rx.held_unnumbered;
+	dev->rx.held_unnumbered = false;
 	/* far ahead or behind: not lost frames but a broken header */
 	if (dev->rx.seq_valid && !seq_ok &&
 	    seq - dev->rx.expect_seq >= ODL_SEQ_WINDOW)
@@ -1174,6 +1187,7 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	    odl_rx_must_wait(dev, dst, msg_len, msg_id, key)) {
 		/* held, not processed: counted when it is (replay) */
 		dev->stats.rx_frames--;
+		dev->rx.held_unnumbered = !numbered;
 		return true;
 	}
 
@@ -1193,8 +1207,17 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	 * number was wrong) is trusted; one after a gap only counts this
 	 * frame until the next frame confirms it: a changed number far
 	 * ahead would otherwise credit frames the peer has not sent, which
-	 * it refuses, and its TX would wait for good.
+	 * it refuses, and its TX would wait for good. A frame a little
+	 * ahead of such a number confirms it: the frames lost in between
+	 * are credited then (or every other frame lost would leave the
+	 * credits further behind each time, until the peer's TX stops).
 	 */
+	if (dev->rx.jump_valid &&
+	    seq - dev->rx.jump_seq - 1 < ODL_SEQ_WINDOW &&
+	    (s32)(dev->rx.jump_seq + 1 - dev->rx_ack) > 0)
+		dev->rx_ack = dev->rx.jump_seq + 1;
+	dev->rx.jump_valid = !numbered;
+	dev->rx.jump_seq = seq;
 	if (!numbered)
 		dev->rx_ack++;
 	else if ((s32)(seq + 1 - dev->rx_ack) > 0)
@@ -1944,6 +1967,19 @@ static unsigned int odl_connect_later(struct odl_dev *dev,
 	return jiffies_to_msecs(delay);
 }
 
+/* test_path_delay_ms: a slow controller, until the time is up or the
+ * parameter is set lower (0 ends the wait)
+ */
+static void odl_test_path_delay(void)
+{
+	unsigned int waited = 0;
+
+	while (waited < min(READ_ONCE(test_path_delay_ms), 120000u)) {
+		msleep(50);
+		waited += 50;
+	}
+}
+
 /* conn_lock held */
 static void odl_try_connect(struct odl_dev *dev)
 {
@@ -1980,6 +2016,8 @@ static void odl_try_connect(struct odl_dev *dev)
 	 */
 	dev->rx.seq_valid = true;
 	dev->rx.expect_seq = 0;
+	dev->rx.jump_valid = false;
+	dev->rx.held_unnumbered = false;
 	dev->rx.active = false;
 	odl_rx_failed_reset(dev);
 	INIT_LIST_HEAD(&dev->rx_held);
@@ -2013,8 +2051,7 @@ static void odl_try_connect(struct odl_dev *dev)
 		dev->rx_frames[i].frame.size = 0;
 		tb_ring_rx(dev->rx_ring, &dev->rx_frames[i].frame);
 	}
-	if (READ_ONCE(test_path_delay_ms))
-		msleep(min(READ_ONCE(test_path_delay_ms), 10000u));
+	odl_test_path_delay();
 
 	ret = tb_xdomain_enable_paths(dev->xd, dev->local_transmit_path,
 				      dev->tx_ring->hop,
@@ -2220,6 +2257,21 @@ static void odl_login_stale(struct odl_dev *dev)
 	dev->connect_retry = false;
 }
 
+/*
+ * A new session of ours (conn_lock held, not connected): the peer drops
+ * its side of the old one and logs in again, and this side waits for that
+ * fresh LOGIN, so nothing of the old connection (the peer's READY, its
+ * frames) meets the new one.
+ */
+static void odl_new_session(struct odl_dev *dev)
+{
+	dev->local_session = get_random_u32() | 1;
+	odl_login_stale(dev);
+	dev->login_received = false;
+	dev->login_retries = 0;
+	mod_delayed_work(system_long_wq, &dev->login_work, 0);
+}
+
 /* allocate the rings again (test_realloc_fail: or fail as if out of memory) */
 static int odl_alloc_rings_again(struct odl_dev *dev)
 {
@@ -2276,13 +2328,8 @@ static void odl_fallback_work(struct work_struct *work)
 	dev->e2e_fallen_back = true;
 	/* failed: still resuming, odl_login_work allocates them first */
 	odl_realloc_rings(dev);
-	/* a new session: the peer drops its side and logs in again */
-	dev->local_session = get_random_u32() | 1;
 	dev->features = odl_local_features(dev) & dev->peer_features;
-	odl_login_stale(dev);
-	dev->login_received = false;
-	dev->login_retries = 0;
-	mod_delayed_work(system_long_wq, &dev->login_work, 0);
+	odl_new_session(dev);
 out:
 	mutex_unlock(&dev->conn_lock);
 }
@@ -2598,8 +2645,9 @@ static void odl_peer_work(struct work_struct *work)
 		dev->resuming = true;
 		spin_unlock(&dev->lock);
 		odl_disconnect(dev, "peer changed its login terms");
-		dev->local_session = get_random_u32() | 1;
-		odl_login_stale(dev);
+		/* this LOGIN is of the old session: wait for the next */
+		odl_new_session(dev);
+		goto out;
 	}
 	if (odl_e2e_mode == ODL_E2E_AUTO && dev->e2e && !dev->connected &&
 	    !(feat & ODL_TB5_FEAT_E2E) && (feat & ODL_TB5_FEAT_SW_CREDITS)) {

@@ -306,6 +306,13 @@ struct odl_dev {
 		 */
 		bool seq_alt_valid;
 		u32 seq_alt;
+		/* SW credits: the number of the last frame taken after a gap,
+		 * credited as one frame until the next frame confirms it
+		 */
+		bool jump_valid;
+		u32 jump_seq;
+		/* the held frame (first on rx_held) came after a gap */
+		bool held_unnumbered;
 		bool active;
 		enum odl_rx_target target;
 		u32 msg_id;

@@ -128,12 +128,12 @@ h1=$(( $(hdr "$st1" len_errors) + $(hdr "$st1" seq_errors) ))
 	not_ok "b counted the broken headers (length/sequence errors $h0 -> $h1)" "$st0" "$st1"
 
 # A frame in the middle of a message, in sequence, whose header names
-# another port (dst bit 0: 19 -> 18, frame 100 of message 2) or another
+# another port (dst bit 0: 7 -> 6, frame 100 of message 2) or another
 # message number (bit 0: frame 100 of messages 4 and 5, so one of them
 # names the message after it): it can only be the message's own (TX never
 # interleaves messages), so that message fails once at its own port and
-# nothing else is touched: no error for port 18 (nobody holds it: it
-# would count in no_port), no later message taken for one already
+# nothing else is touched: no error for port 6 on b (nobody holds it:
+# it would count in no_port), no later message taken for one already
 # reported (until 2026-12-02 both happened). Messages of 1 MiB, 259
 # frames each; a's data is not flow controlled by software credits, so
 # only data frames travel a -> b on the HopID
@@ -147,7 +147,7 @@ else
 		"tamper hop=$hop dir=a2b nth=1395 count=1 bit=64"
 	np1=$(odl_stat b no_port)
 	ok_n=$(sink_field ok) err_n=$(sink_field failed) lost_n=$(sink_field lost_events)
-	desc="a frame mid-message with another port or message number (3 frames): 3 messages failed once each, 37 whole, no error for port 18, none lost"
+	desc="a frame mid-message with another port or message number (3 frames): 3 messages failed once each, 37 whole, no error for port 6, none lost"
 	if [ "$SINK_RC" = 0 ] && [ "$HITS" = 3 ] && [ "$ok_n" = 37 ] && [ "$err_n" = 3 ] &&
 		[ "$lost_n" = 0 ] && [ "$np1" = "$np0" ]; then
 		ok "$desc" "$OUT"
