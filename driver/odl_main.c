@@ -98,7 +98,7 @@ MODULE_PARM_DESC(test_realloc_fail,
 static unsigned int test_path_delay_ms;
 module_param(test_path_delay_ms, uint, 0644);
 MODULE_PARM_DESC(test_path_delay_ms,
-		 "testing: wait this long, at most 120000 ms, after starting the rings and before enabling the DMA paths at login (a slow controller; odl-unplug and odl-badinput use it); read again while waiting, so writing 0 ends the wait; 0 = none (default: 0)");
+		 "testing: wait this long, at most 60000 ms, after starting the rings and before enabling the DMA paths at login, holding the connection's lock (a slow controller; odl-unplug and odl-badinput use it); read again while waiting, so writing 0 ends the wait, and an unplug ends it too; 0 = none (default: 0)");
 
 bool odl_test_send_unagreed;
 module_param_named(test_send_unagreed, odl_test_send_unagreed, bool, 0644);
@@ -850,7 +850,9 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 		p = kzalloc(sizeof(*p), GFP_ATOMIC);
 		if (!p) {
 			odl_kvfree_locked(dev->rx.stage);
+			/* counted in drops, not as received */
 			odl_drop_msg(dev, f);
+			kept = false;
 			break;
 		}
 		p->data = dev->rx.stage;
@@ -866,6 +868,10 @@ static void odl_rx_finish(struct odl_dev *dev, int status)
 	default:
 		break;
 	}
+	/* for a port nobody holds now, like a staged one (above) */
+	if (dev->rx.orphaned)
+		dev->stats.no_port++;
+	dev->rx.orphaned = false;
 	if (!status && dev->rx.target != ODL_RX_DISCARD) {
 		if (kept) {
 			dev->stats.rx_msgs++;
@@ -980,6 +986,7 @@ static void odl_rx_discard(struct odl_dev *dev, u32 msg_id, u32 msg_len,
 {
 	dev->rx.active = true;
 	dev->rx.target = ODL_RX_DISCARD;
+	dev->rx.orphaned = false;
 	dev->rx.msg_id = msg_id;
 	dev->rx.len = msg_len;
 	dev->rx.pos = off;
@@ -1211,6 +1218,9 @@ static bool odl_rx_frame(struct odl_dev *dev, struct odl_frame *fr,
 	 * ahead of such a number confirms it: the frames lost in between
 	 * are credited then (or every other frame lost would leave the
 	 * credits further behind each time, until the peer's TX stops).
+	 * Two changed numbers in a row, each ahead, still pass for a
+	 * confirmed jump and credit up to the first (the peer refuses
+	 * credit past what it has sent).
 	 */
 	if (dev->rx.jump_valid &&
 	    seq - dev->rx.jump_seq - 1 < ODL_SEQ_WINDOW &&
@@ -1523,6 +1533,7 @@ void odl_file_detach(struct odl_dev *dev, struct odl_file *f)
 		odl_recv_done(dev, dev->rx.recv, -ECANCELED, 0, 0);
 		dev->rx.recv = NULL;
 		dev->rx.target = ODL_RX_DISCARD;
+		dev->rx.orphaned = true;
 	}
 	list_for_each_entry_safe(r, rn, &f->recvs, list) {
 		list_del(&r->list);
@@ -1967,17 +1978,21 @@ static unsigned int odl_connect_later(struct odl_dev *dev,
 	return jiffies_to_msecs(delay);
 }
 
-/* test_path_delay_ms: a slow controller, until the time is up or the
- * parameter is set lower (0 ends the wait)
+/*
+ * test_path_delay_ms: a slow controller (conn_lock held), until the time
+ * is up, the parameter is set lower (0 ends the wait) or the XDomain is
+ * unplugged: its removal waits for conn_lock while the connection manager
+ * holds the lock enabling paths needs. At most 60 s, below the hung task
+ * warning for the work waiting on conn_lock meanwhile.
  */
-static void odl_test_path_delay(void)
+static void odl_test_path_delay(struct odl_dev *dev)
 {
-	unsigned int waited = 0;
+	unsigned long start = jiffies;
 
-	while (waited < min(READ_ONCE(test_path_delay_ms), 120000u)) {
-		msleep(50);
-		waited += 50;
-	}
+	while (!READ_ONCE(dev->xd->is_unplugged) &&
+	       time_before(jiffies, start + msecs_to_jiffies(min(READ_ONCE(test_path_delay_ms),
+								  60000u))))
+		msleep(20);
 }
 
 /* conn_lock held */
@@ -2051,12 +2066,16 @@ static void odl_try_connect(struct odl_dev *dev)
 		dev->rx_frames[i].frame.size = 0;
 		tb_ring_rx(dev->rx_ring, &dev->rx_frames[i].frame);
 	}
-	odl_test_path_delay();
+	odl_test_path_delay(dev);
 
-	ret = tb_xdomain_enable_paths(dev->xd, dev->local_transmit_path,
-				      dev->tx_ring->hop,
-				      dev->remote_transmit_path,
-				      dev->rx_ring->hop);
+	/* unplugged: the removal under way holds the connection manager */
+	if (READ_ONCE(dev->xd->is_unplugged))
+		ret = -ENODEV;
+	else
+		ret = tb_xdomain_enable_paths(dev->xd, dev->local_transmit_path,
+					      dev->tx_ring->hop,
+					      dev->remote_transmit_path,
+					      dev->rx_ring->hop);
 	if (ret) {
 		/* the peer may have its paths up and wait for our READY:
 		 * without another try this login would never carry data

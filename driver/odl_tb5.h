@@ -315,6 +315,8 @@ struct odl_dev {
 		bool held_unnumbered;
 		bool active;
 		enum odl_rx_target target;
+		/* its RECV's file closed while it came (now discarded) */
+		bool orphaned;
 		u32 msg_id;
 		u32 len;
 		u32 pos;

@@ -66,12 +66,12 @@ features() {
 }
 odl_unload b || bail_out "cannot unload odl_tb5 on b"
 wait_for "! vm a test -e /dev/odl_tb5_0" 120 || bail_out "a's device stayed after b unloaded"
-# a holds its paths back once logged in (test_path_delay_ms, up to 120 s
+# a holds its paths back once logged in (test_path_delay_ms, up to 60 s
 # or until set to 0 again, as here right after the read), so its device
 # shows before data can flow: GET_INFO reports no features then (nothing
 # agreed in force; a driver before 2026-12-02 gave its own offer)
 PD=/sys/module/odl_tb5/parameters/test_path_delay_ms
-vm a sh -c "echo 120000 > $PD" || bail_out "cannot set test_path_delay_ms on a"
+vm a sh -c "echo 60000 > $PD" || bail_out "cannot set test_path_delay_ms on a"
 odl_load b features_off=0x18 || bail_out "cannot load odl_tb5 on b with features_off=0x18"
 wait_for "vm a test -e /dev/odl_tb5_0" 180 || bail_out "a's device did not come back with b loaded"
 early=$(vm a /tmp/odl_xfer info 2>&1)

@@ -17,12 +17,13 @@
 # sendkeyed). A message staged aside whose port's holder closes and
 # another file binds the port before its last frame comes is dropped on
 # arrival (no_port), never given to the new holder; one that fails then
-# (its last frame lost) counts in no_port too. Frames lost from the
+# (its last frame lost) counts in no_port too, and so does one coming into
+# a RECV whose process exits before its last frame. Frames lost from the
 # middle of a message on, through whole messages (`drop from=N count=K`):
 # the message under way fails once and the gap is a lost-message event.
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/odl-lib.sh"
-tap_plan 16
+tap_plan 17
 tap_timeout 1500
 odl_setup
 hop=$(odl_data_hop a)
@@ -144,14 +145,15 @@ fi
 # and another file binds port 78, before its last frame comes (held on the
 # cable): the port's new holder never had it: dropped on arrival (no_port),
 # not delivered to the new holder's RECV (until 2026-12-02 it was)
-# staged78 RULE: b's port 78 bound with no RECV (odl_xfer hold), the cable
-# RULE set for the last frame of a's next message (frame $f), one message
-# of $S bytes a -> port 78; once b took all its frames but the last, the
-# holder goes. Sets np0, rm0 (b's no_port, rx_msgs before), pout, prc.
+# staged78 RULE [HOLDER]: b's port 78 bound by odl_xfer HOLDER (default
+# hold: no RECV, the message is staged aside), the cable RULE set for the
+# last frame of a's next message (frame $f), one message of $S bytes a ->
+# port 78; once b took all its frames but the last, the holder goes. Sets
+# np0, rm0 (b's no_port, rx_msgs before), pout, prc.
 staged78() {
-	local rf0
+	local rf0 holder=${2:-hold -p 78 -t 600}
 	np0=$(odl_stat b no_port) rf0=$(odl_stat b rx_frames) rm0=$(odl_stat b rx_msgs)
-	vm b sh -c "rm -f /tmp/h78.log; setsid /tmp/odl_xfer hold -p 78 -t 600 > /tmp/h78.log 2>&1 < /dev/null &"
+	vm b sh -c "rm -f /tmp/h78.log; setsid /tmp/odl_xfer $holder > /tmp/h78.log 2>&1 < /dev/null &"
 	wait_for "vm b grep -q ready /tmp/h78.log" 30 ||
 		bail_out "odl_xfer hold did not start on b" "$(vm b cat /tmp/h78.log)"
 	"$VMPAIR" cable fault "$1 hop=$hop dir=a2b nth=$f count=1" >/dev/null ||
@@ -209,6 +211,24 @@ else
 		"a (exit $prc, $prc2): $pout / $pout2" "cable: $hits" \
 		"b: no_port $np0 -> $np1, rx_msgs $rm0 -> $rm1, drops $dr0 -> $dr1" \
 		"b's new holder: $h78b" "b: $(vm b /tmp/odl_xfer stats 2>&1)"
+fi
+"$VMPAIR" cable fault clear >/dev/null
+# a message coming into a RECV whose process exits before its last frame
+# (held on the cable): the rest is discarded and the message counts in
+# no_port, as a staged one does, not in rx_msgs (until 2026-12-02 it was
+# counted nowhere)
+staged78 "delay us=hold" "recv -p 78 -q 79 -n 1 -s $S"
+rel=$("$VMPAIR" cable fault release)
+wait_for "[ \$(odl_stat b no_port) -gt $np0 ]" 60 >&2
+np1=$(odl_stat b no_port) rm1=$(odl_stat b rx_msgs)
+desc="a message coming into a RECV whose process exited before its last frame (held on the cable): discarded, counted in no_port, not in rx_msgs"
+if [ "$flow" != sw-credits ] && [ $prc = 0 ] && [ "$rel" = "ok released 1" ] && [ "$np1" = $((np0 + 1)) ] &&
+	[ "$rm1" = "$rm0" ]; then
+	ok "$desc" "a: $pout" "b: no_port $np0 -> $np1, rx_msgs $rm0 -> $rm1"
+else
+	not_ok "$desc" "a's flow control: $flow (the frame count needs a without software credits)" \
+		"a (exit $prc): $pout" "release: $rel" "b: no_port $np0 -> $np1, rx_msgs $rm0 -> $rm1" \
+		"b's receiver: $(vm b cat /tmp/h78.log 2>&1)" "b: $(vm b /tmp/odl_xfer stats 2>&1)"
 fi
 "$VMPAIR" cable fault clear >/dev/null
 # frames lost from the middle of one message on (`drop from=N count=K`):

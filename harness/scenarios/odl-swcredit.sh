@@ -79,14 +79,15 @@ fi
 
 # --- a frame number changed on the cable (CRC intact) ------------------
 # bit 16 of the sequence number of a's 100th data frame (+65536: within
-# the window a gap may span, far beyond any credit): b fails that message
+# the window a gap may span, far beyond any credit; eof=4,5: not one of
+# a's credit frames, once a second on the same HopID): b fails that message
 # and goes on with the numbers that follow; its credits must still count
 # the frames it took, not the changed number (until 2026-12-02 they
 # credited 65536 frames a had not sent, a refused every credit after that
 # and its TX waited for good once its window ran out)
 hop=$(odl_data_hop a)
 se0=$(odl_stat b seq_errors)
-odl_flood_sink 48 120 "tamper hop=$hop dir=a2b nth=100 count=1 bit=48"
+odl_flood_sink 48 120 "tamper hop=$hop dir=a2b nth=100 eof=4,5 count=1 bit=48"
 se1=$(odl_stat b seq_errors)
 desc="e2e=off, sw-credits: a frame number changed on the cable (+65536, CRC intact): 48 x 1 MiB a -> b all sent, that message failed once, the rest whole, no lost-message event"
 if [ $FS_RC = 0 ] && printf '%s\n' "$FS_LIST" | grep -q 'hits=1 ' && [ "$(fs_field ok)" = 47 ] &&
@@ -143,6 +144,7 @@ vm b sh -c 'echo 60000 > /sys/module/odl_tb5/parameters/rx_stall_ms'
 rs0=$(odl_stat b rx_stalls) np0=$(odl_stat b no_port)
 vm b sh -c "rm -f /tmp/hold.log; setsid /tmp/odl_xfer hold -p 60 -t 600 > /tmp/hold.log 2>&1 < /dev/null &"
 wait_for "vm b grep -q ready /tmp/hold.log" 30 || bail_out "odl_xfer hold did not start on b" "$(vm b cat /tmp/hold.log)"
+# the tamper rule first: a rule does not see frames an earlier one dropped
 "$VMPAIR" cable fault "tamper hop=$hop dir=a2b eof=4,5 nth=4134 count=1 bit=48" >/dev/null &&
 	"$VMPAIR" cable fault "drop hop=$hop dir=a2b eof=4,5 nth=4133 count=1" >/dev/null ||
 	bail_out "cable fault rules for the held start failed"
